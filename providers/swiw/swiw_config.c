@@ -1,0 +1,209 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <ctype.h>
+#include <errno.h>
+#include <fnmatch.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "swiw_config.h"
+#include "swiw_log.h"
+
+#ifndef SWIW_CONFIG_FILE
+#define SWIW_CONFIG_FILE "/etc/swiw/swiw.conf"
+#endif
+
+static const char *const log_names[] = { "none", "error", "warn", "info",
+					 "debug" };
+
+void swiw_config_defaults(struct swiw_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	strcpy(cfg->interfaces, "*");
+	cfg->log_level = SWIW_LOG_WARN;
+}
+
+static int parse_log_level(const char *v)
+{
+	char *end;
+	long n;
+	size_t i;
+
+	for (i = 0; i < sizeof(log_names) / sizeof(log_names[0]); i++)
+		if (!strcasecmp(v, log_names[i]))
+			return (int)i;
+	errno = 0;
+	n = strtol(v, &end, 10);
+	if (errno || end == v || *end || n < SWIW_LOG_NONE ||
+	    n > SWIW_LOG_DEBUG)
+		return -1;
+	return (int)n;
+}
+
+int swiw_config_set(struct swiw_config *cfg, const char *key, const char *value)
+{
+	if (!strcmp(key, "interfaces")) {
+		size_t len = strlen(value);
+
+		if (!len || len >= sizeof(cfg->interfaces))
+			return -1;
+		memcpy(cfg->interfaces, value, len + 1);
+		return 0;
+	}
+	if (!strcmp(key, "log_level")) {
+		int lvl = parse_log_level(value);
+
+		if (lvl < 0)
+			return -1;
+		cfg->log_level = lvl;
+		return 0;
+	}
+	return -1;
+}
+
+static char *trim(char *s)
+{
+	char *e;
+
+	while (isspace((unsigned char)*s))
+		s++;
+	e = s + strlen(s);
+	while (e > s && isspace((unsigned char)e[-1]))
+		*--e = '\0';
+	return s;
+}
+
+int swiw_config_parse(struct swiw_config *cfg, const char *text,
+		      const char *origin, void (*warn)(const char *msg))
+{
+	char line[1024], msg[1200];
+	const char *p = text;
+	int lineno = 0, bad = 0;
+
+	while (*p) {
+		const char *nl = strchr(p, '\n');
+		size_t len = nl ? (size_t)(nl - p) : strlen(p);
+		char *s, *eq, *hash;
+		const char *why = NULL;
+
+		lineno++;
+		if (len >= sizeof(line)) {
+			why = "line too long";
+		} else {
+			memcpy(line, p, len);
+			line[len] = '\0';
+			hash = strchr(line, '#');
+			if (hash)
+				*hash = '\0';
+			s = trim(line);
+			if (*s) {
+				eq = strchr(s, '=');
+				if (!eq) {
+					why = "expected key = value";
+				} else {
+					*eq = '\0';
+					if (swiw_config_set(cfg, trim(s),
+							    trim(eq + 1)))
+						why = "unknown key or bad value";
+				}
+			}
+		}
+		if (why) {
+			bad++;
+			if (warn) {
+				snprintf(msg, sizeof(msg), "%s:%d: %s, ignored",
+					 origin, lineno, why);
+				warn(msg);
+			}
+		}
+		p += len;
+		if (*p == '\n')
+			p++;
+	}
+	return bad;
+}
+
+bool swiw_config_iface_match(const char *patterns, const char *ifname)
+{
+	char buf[SWIW_CONFIG_PATTERNS_MAX];
+	bool have_include = false, included = false;
+	char *tok, *save;
+
+	snprintf(buf, sizeof(buf), "%s", patterns);
+	for (tok = strtok_r(buf, " \t,", &save); tok;
+	     tok = strtok_r(NULL, " \t,", &save)) {
+		if (tok[0] == '!') {
+			if (!fnmatch(tok + 1, ifname, 0))
+				return false;
+			continue;
+		}
+		have_include = true;
+		if (!fnmatch(tok, ifname, 0))
+			included = true;
+	}
+	return have_include ? included : true;
+}
+
+static struct swiw_config the_config;
+static pthread_once_t config_once = PTHREAD_ONCE_INIT;
+
+static void config_warn(const char *msg)
+{
+	/* The log level is not known yet: configuration errors always show. */
+	fprintf(stderr, "swiw: %s\n", msg);
+}
+
+static void config_load_file(struct swiw_config *cfg, const char *path,
+			     bool must_exist)
+{
+	static char text[65536];
+	FILE *f = fopen(path, "re");
+	size_t len;
+
+	if (!f) {
+		if (must_exist || errno != ENOENT)
+			fprintf(stderr, "swiw: cannot read %s: %s\n", path,
+				strerror(errno));
+		return;
+	}
+	len = fread(text, 1, sizeof(text), f);
+	fclose(f);
+	if (len == sizeof(text)) {
+		fprintf(stderr, "swiw: %s is larger than %zu bytes, ignored\n",
+			path, sizeof(text) - 1);
+		return;
+	}
+	text[len] = '\0';
+	swiw_config_parse(cfg, text, path, config_warn);
+}
+
+static void config_env(struct swiw_config *cfg, const char *var,
+		       const char *key)
+{
+	const char *v = getenv(var);
+
+	if (v && swiw_config_set(cfg, key, v))
+		fprintf(stderr, "swiw: %s=\"%s\" is not valid, ignored\n", var,
+			v);
+}
+
+static void config_load(void)
+{
+	const char *path = getenv("SWIW_CONFIG");
+
+	swiw_config_defaults(&the_config);
+	if (path && *path)
+		config_load_file(&the_config, path, true);
+	else
+		config_load_file(&the_config, SWIW_CONFIG_FILE, false);
+	config_env(&the_config, "SWIW_INTERFACES", "interfaces");
+	config_env(&the_config, "SWIW_LOG_LEVEL", "log_level");
+}
+
+const struct swiw_config *swiw_config(void)
+{
+	pthread_once(&config_once, config_load);
+	return &the_config;
+}

@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * swiw's configuration: /etc/swiw/swiw.conf (or $SWIW_CONFIG), then the
+ * environment, which wins. See swiw(7) for the keys.
+ */
+#ifndef SWIW_CONFIG_H
+#define SWIW_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define SWIW_CONFIG_PATTERNS_MAX 512
+
+struct swiw_config {
+	/* Whitespace or comma separated fnmatch(3) patterns; "!" excludes. */
+	char interfaces[SWIW_CONFIG_PATTERNS_MAX];
+	int log_level; /* enum swiw_log_level */
+};
+
+/* The process-wide configuration, loaded on first use. */
+const struct swiw_config *swiw_config(void);
+
+void swiw_config_defaults(struct swiw_config *cfg);
+
+/*
+ * Applies "key = value" lines of @text to @cfg. Problems are reported
+ * through @warn (one call per bad line, naming @origin and the line) and the
+ * line is skipped. Returns the number of bad lines.
+ */
+int swiw_config_parse(struct swiw_config *cfg, const char *text,
+		      const char *origin, void (*warn)(const char *msg));
+
+/* Applies one key; returns 0 or -1 if the key or value is not valid. */
+int swiw_config_set(struct swiw_config *cfg, const char *key,
+		    const char *value);
+
+/*
+ * True if @ifname is selected by @patterns: it must match some include
+ * pattern (no include pattern means "all") and no "!" pattern.
+ */
+bool swiw_config_iface_match(const char *patterns, const char *ifname);
+
+#endif /* SWIW_CONFIG_H */

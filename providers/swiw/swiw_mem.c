@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * STags and memory checks.
+ *
+ * An STag is (index << 8) | key: the index names a slot of the process's
+ * memory-region table, the key is a random byte drawn anew each time the
+ * slot is reused, so a peer cannot guess a valid STag from an old one and
+ * a stale STag stops matching. Index 0 is never used: STag 0 is not valid
+ * (hardware RNICs reject it, RFC 5040 leaves it reserved).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "swiw.h"
+
+static pthread_mutex_t stag_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct swiw_mr **stag_table; /* SWIW_MAX_MR + 1 slots */
+static uint32_t stag_free_hint = 1;
+static uint64_t key_state;
+
+/* xorshift64*, seeded from the kernel's CSPRNG; under stag_lock. */
+static uint8_t next_key(void)
+{
+	if (!key_state) {
+		if (getrandom(&key_state, sizeof(key_state), 0) !=
+		    sizeof(key_state))
+			key_state = (uintptr_t)&key_state ^
+				    0x9e3779b97f4a7c15ULL;
+		key_state |= 1;
+	}
+	key_state ^= key_state >> 12;
+	key_state ^= key_state << 25;
+	key_state ^= key_state >> 27;
+	return (uint8_t)((key_state * 0x2545f4914f6cdd1dULL) >> 56);
+}
+
+int swiw_stag_alloc(struct swiw_mr *mr)
+{
+	uint32_t i, idx = 0;
+
+	pthread_mutex_lock(&stag_lock);
+	if (!stag_table) {
+		stag_table = calloc(SWIW_MAX_MR + 1, sizeof(*stag_table));
+		if (!stag_table) {
+			pthread_mutex_unlock(&stag_lock);
+			return ENOMEM;
+		}
+	}
+	for (i = 0; i < SWIW_MAX_MR; i++) {
+		uint32_t cand = (stag_free_hint + i - 1) % SWIW_MAX_MR + 1;
+
+		if (!stag_table[cand]) {
+			idx = cand;
+			break;
+		}
+	}
+	if (!idx) {
+		pthread_mutex_unlock(&stag_lock);
+		return ENOMEM;
+	}
+	stag_table[idx] = mr;
+	stag_free_hint = idx % SWIW_MAX_MR + 1;
+	mr->stag = idx << 8 | next_key();
+	pthread_mutex_unlock(&stag_lock);
+	return 0;
+}
+
+void swiw_stag_free(struct swiw_mr *mr)
+{
+	uint32_t idx = mr->stag >> 8;
+
+	pthread_mutex_lock(&stag_lock);
+	if (idx && idx <= SWIW_MAX_MR && stag_table[idx] == mr)
+		stag_table[idx] = NULL;
+	pthread_mutex_unlock(&stag_lock);
+}
+
+/*
+ * Is [addr, addr + len) mapped, readable, and writable if asked? The kernel
+ * would refuse to pin such a range with EFAULT; the in-process engine has
+ * to refuse it the same way, or a later placement would fault.
+ */
+int swiw_mem_check_range(const void *addr, size_t len, bool need_write)
+{
+	uintptr_t start = (uintptr_t)addr, end, covered;
+	char line[512];
+	FILE *f;
+
+	if (!len || __builtin_add_overflow(start, len, &end))
+		return EINVAL;
+	f = fopen("/proc/self/maps", "re");
+	if (!f)
+		return errno;
+	covered = start;
+	while (covered < end && fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+		char perms[5];
+		int c;
+
+		/* Skip the rest of a line longer than the buffer (long path). */
+		if (!strchr(line, '\n'))
+			while ((c = fgetc(f)) != EOF && c != '\n')
+				;
+		if (sscanf(line, "%lx-%lx %4s", &lo, &hi, perms) != 3)
+			continue;
+		if (hi <= covered)
+			continue;
+		if (lo > covered)
+			break; /* a hole */
+		if (perms[0] != 'r' || (need_write && perms[1] != 'w'))
+			break;
+		covered = hi;
+	}
+	fclose(f);
+	return covered >= end ? 0 : EFAULT;
+}

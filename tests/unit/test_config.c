@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* swiw configuration: file syntax, keys, interface selection. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "swiw_config.h"
+#include "swiw_log.h"
+
+static int warnings;
+static char last_warning[256];
+
+static void record_warning(const char *msg)
+{
+	warnings++;
+	snprintf(last_warning, sizeof(last_warning), "%s", msg);
+}
+
+static void test_defaults(void **state)
+{
+	struct swiw_config cfg;
+
+	(void)state;
+	swiw_config_defaults(&cfg);
+	assert_string_equal(cfg.interfaces, "*");
+	assert_int_equal(cfg.log_level, SWIW_LOG_WARN);
+}
+
+static void test_parse_keys(void **state)
+{
+	struct swiw_config cfg;
+	int bad;
+
+	(void)state;
+	swiw_config_defaults(&cfg);
+	warnings = 0;
+	bad = swiw_config_parse(&cfg,
+				"# comment\n"
+				"\n"
+				"  interfaces =  lo, eth*  # trailing comment\n"
+				"log_level=debug\n",
+				"t.conf", record_warning);
+	assert_int_equal(bad, 0);
+	assert_int_equal(warnings, 0);
+	assert_string_equal(cfg.interfaces, "lo, eth*");
+	assert_int_equal(cfg.log_level, SWIW_LOG_DEBUG);
+
+	/* A number is a level too; the last line without newline counts. */
+	bad = swiw_config_parse(&cfg, "log_level = 1", "t.conf",
+				record_warning);
+	assert_int_equal(bad, 0);
+	assert_int_equal(cfg.log_level, SWIW_LOG_ERR);
+}
+
+static void test_parse_errors(void **state)
+{
+	struct swiw_config cfg;
+	char longline[1500];
+	int bad;
+
+	(void)state;
+	swiw_config_defaults(&cfg);
+	warnings = 0;
+	bad = swiw_config_parse(&cfg,
+				"interfaces = lo\n"
+				"no equals sign here\n"
+				"colour = blue\n"
+				"log_level = loud\n"
+				"log_level = 9\n"
+				"interfaces =\n",
+				"t.conf", record_warning);
+	assert_int_equal(bad, 5);
+	assert_int_equal(warnings, 5);
+	assert_string_equal(last_warning,
+			    "t.conf:6: unknown key or bad value, ignored");
+	/* Good lines still apply, bad ones change nothing. */
+	assert_string_equal(cfg.interfaces, "lo");
+	assert_int_equal(cfg.log_level, SWIW_LOG_WARN);
+
+	memset(longline, 'x', sizeof(longline) - 1);
+	longline[sizeof(longline) - 1] = '\0';
+	bad = swiw_config_parse(&cfg, longline, "t.conf", NULL);
+	assert_int_equal(bad, 1);
+}
+
+static void test_set(void **state)
+{
+	struct swiw_config cfg;
+	char big[SWIW_CONFIG_PATTERNS_MAX + 10];
+
+	(void)state;
+	swiw_config_defaults(&cfg);
+	assert_int_equal(swiw_config_set(&cfg, "interfaces", "veth*"), 0);
+	assert_int_equal(swiw_config_set(&cfg, "log_level", "none"), 0);
+	assert_int_equal(cfg.log_level, SWIW_LOG_NONE);
+	assert_int_equal(swiw_config_set(&cfg, "nope", "1"), -1);
+	memset(big, 'a', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	assert_int_equal(swiw_config_set(&cfg, "interfaces", big), -1);
+	assert_string_equal(cfg.interfaces, "veth*");
+}
+
+static void test_iface_match(void **state)
+{
+	(void)state;
+	assert_true(swiw_config_iface_match("*", "lo"));
+	assert_true(swiw_config_iface_match("lo", "lo"));
+	assert_false(swiw_config_iface_match("lo", "eth0"));
+	assert_true(swiw_config_iface_match("lo eth*", "eth0"));
+	assert_true(swiw_config_iface_match("lo,eth*", "eth12"));
+	assert_false(swiw_config_iface_match("lo,eth*", "veth0"));
+	/* Exclusions alone: everything else is in. */
+	assert_false(swiw_config_iface_match("!lo", "lo"));
+	assert_true(swiw_config_iface_match("!lo", "dummy0"));
+	/* An exclusion beats an inclusion, in any order. */
+	assert_false(swiw_config_iface_match("!docker* *", "docker0"));
+	assert_false(swiw_config_iface_match("* !docker*", "docker0"));
+	assert_true(swiw_config_iface_match("* !docker*", "eth0"));
+	assert_true(swiw_config_iface_match("veth[0-9]", "veth3"));
+	assert_false(swiw_config_iface_match("veth[0-9]", "veth10"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_parse_keys),
+		cmocka_unit_test(test_parse_errors),
+		cmocka_unit_test(test_set),
+		cmocka_unit_test(test_iface_match),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
