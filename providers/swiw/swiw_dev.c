@@ -43,7 +43,10 @@ static unsigned int netif_speed(const char *name)
 		return 0;
 	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
 	ifr.ifr_data = (void *)&ec;
-	speed = ioctl(fd, SIOCETHTOOL, &ifr) ? 0 : ethtool_cmd_speed(&ec);
+	/* Not ethtool_cmd_speed(): it shifts a promoted int, UB at 0xffff. */
+	speed = ioctl(fd, SIOCETHTOOL, &ifr) ?
+			0 :
+			(uint32_t)ec.speed_hi << 16 | ec.speed;
 	close(fd);
 	return speed == (unsigned int)SPEED_UNKNOWN ? 0 : speed;
 }

@@ -1,0 +1,54 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# The binaries keep their contracts with libibverbs:
+# - the provider uses no ibv_cmd_* (there is no uverbs device behind it),
+#   binds exactly the private version IBVERBS_PRIVATE_34, and exports only
+#   the table the preload library looks up;
+# - the preload library exports exactly the libibverbs functions it
+#   interposes, under the versions programs bind them with, and does not
+#   link libibverbs.
+set -u
+lib=${SWIW_BUILD:?}/lib
+prov=$lib/libswiw-rdmav34.so
+shim=$lib/libswiw-preload.so
+fail=0
+bad() { echo "FAIL: $*"; fail=1; }
+
+imports=$(objdump -T "$prov" | awk '$4 == "*UND*" { print $NF }')
+if grep -q '^ibv_cmd_' <<<"$imports"; then
+	bad "the provider imports ibv_cmd_*: $(grep '^ibv_cmd_' <<<"$imports" | tr '\n' ' ')"
+fi
+private=$(objdump -T "$prov" | grep -o 'IBVERBS_PRIVATE_[0-9]*' | sort -u)
+[ "$private" = "IBVERBS_PRIVATE_34" ] || bad "provider binds '$private', want IBVERBS_PRIVATE_34"
+for s in _verbs_init_and_alloc_context verbs_set_ops verbs_uninit_context verbs_register_driver_34; do
+	objdump -T "$prov" | grep -Eq "\(IBVERBS_PRIVATE_34\) +$s\$" || bad "provider does not import $s@IBVERBS_PRIVATE_34"
+done
+exports=$(objdump -T "$prov" | awk '$4 != "*UND*" && $2 == "g" && $3 == "DF" { print $NF }' | sort -u | tr '\n' ' ')
+[ "$exports" = "swiw_shim_iface " ] || bad "provider exports '$exports', want only swiw_shim_iface"
+
+want="IBVERBS_1.0 ibv_create_comp_channel
+IBVERBS_1.0 ibv_destroy_comp_channel
+IBVERBS_1.1 ibv_get_device_guid
+IBVERBS_1.1 ibv_get_device_list
+IBVERBS_1.1 ibv_query_gid
+IBVERBS_1.1 ibv_query_pkey
+IBVERBS_1.10 ibv_import_device
+IBVERBS_1.11 _ibv_query_gid_ex
+IBVERBS_1.11 _ibv_query_gid_table
+IBVERBS_PRIVATE_34 ibv_query_gid_type"
+got=$(objdump -T "$shim" | awk '$4 != "*UND*" && $2 == "g" && $3 == "DF" { print $(NF-1), $NF }' | sort)
+if [ "$got" != "$want" ]; then
+	bad "preload library exports differ:"
+	diff <(echo "$want") <(echo "$got")
+fi
+# Every interposed symbol exists in the installed libibverbs under that version.
+while read -r ver sym; do
+	objdump -T /usr/lib/x86_64-linux-gnu/libibverbs.so.1 | grep -Eq " $ver +$sym\$" ||
+		bad "libibverbs has no $sym@@$ver to interpose"
+done <<<"$want"
+if objdump -p "$shim" | grep NEEDED | grep -q libibverbs; then
+	bad "the preload library links libibverbs"
+fi
+
+[ $fail -eq 0 ] && echo "symbols: ok"
+exit $fail
