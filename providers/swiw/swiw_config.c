@@ -169,6 +169,12 @@ static void config_load_file(struct swiw_config *cfg, const char *path,
 		return;
 	}
 	len = fread(text, 1, sizeof(text), f);
+	if (ferror(f)) {
+		fprintf(stderr, "swiw: cannot read %s: %s\n", path,
+			strerror(errno));
+		fclose(f);
+		return;
+	}
 	fclose(f);
 	if (len == sizeof(text)) {
 		fprintf(stderr, "swiw: %s is larger than %zu bytes, ignored\n",
