@@ -23,15 +23,33 @@ static struct swiw_device *ctx_dev(struct ibv_context *ctx)
 	return to_swiw_dev(ctx->device);
 }
 
-static bool take_slot(atomic_uint *cnt, unsigned int max)
+/*
+ * A zeroed object of @size, counted in @cnt against @max (the device limit);
+ * NULL with errno ENOMEM past the limit or out of memory. obj_free undoes.
+ */
+static void *obj_alloc(atomic_uint *cnt, unsigned int max, size_t size)
 {
 	unsigned int v = atomic_load(cnt);
+	void *obj;
 
 	do {
-		if (v >= max)
-			return false;
+		if (v >= max) {
+			errno = ENOMEM;
+			return NULL;
+		}
 	} while (!atomic_compare_exchange_weak(cnt, &v, v + 1));
-	return true;
+	obj = calloc(1, size);
+	if (!obj) {
+		atomic_fetch_sub(cnt, 1);
+		errno = ENOMEM;
+	}
+	return obj;
+}
+
+static void obj_free(atomic_uint *cnt, void *obj)
+{
+	free(obj);
+	atomic_fetch_sub(cnt, 1);
 }
 
 static int swiw_query_device_ex(struct ibv_context *ctx,
@@ -244,19 +262,11 @@ int swiw_query_pkey(struct ibv_context *ctx, uint8_t port, int index,
 
 static struct ibv_pd *swiw_alloc_pd(struct ibv_context *ctx)
 {
-	struct swiw_context *sctx = to_swiw_ctx(ctx);
 	struct swiw_pd *pd;
 
-	if (!take_slot(&sctx->npd, SWIW_MAX_PD)) {
-		errno = ENOMEM;
+	pd = obj_alloc(&to_swiw_ctx(ctx)->npd, SWIW_MAX_PD, sizeof(*pd));
+	if (!pd)
 		return NULL;
-	}
-	pd = calloc(1, sizeof(*pd));
-	if (!pd) {
-		atomic_fetch_sub(&sctx->npd, 1);
-		errno = ENOMEM;
-		return NULL;
-	}
 	pd->ibv_pd.context = ctx;
 	pd->pdn = atomic_fetch_add(&next_pdn, 1);
 	pd->ibv_pd.handle = pd->pdn;
@@ -269,8 +279,7 @@ static int swiw_dealloc_pd(struct ibv_pd *ibpd)
 
 	if (atomic_load(&pd->usecnt))
 		return EBUSY;
-	atomic_fetch_sub(&to_swiw_ctx(ibpd->context)->npd, 1);
-	free(pd);
+	obj_free(&to_swiw_ctx(ibpd->context)->npd, pd);
 	return 0;
 }
 
@@ -316,18 +325,15 @@ static struct ibv_mr *swiw_reg_mr(struct ibv_pd *ibpd, void *addr,
 		errno = err;
 		return NULL;
 	}
-	if (!take_slot(&sctx->nmr, SWIW_MAX_MR)) {
-		errno = ENOMEM;
+	mr = obj_alloc(&sctx->nmr, SWIW_MAX_MR, sizeof(*mr));
+	if (!mr)
+		return NULL;
+	err = swiw_stag_alloc(mr);
+	if (err) {
+		obj_free(&sctx->nmr, mr);
+		errno = err;
 		return NULL;
 	}
-	mr = calloc(1, sizeof(*mr));
-	if (!mr) {
-		err = ENOMEM;
-		goto fail;
-	}
-	err = swiw_stag_alloc(mr);
-	if (err)
-		goto fail;
 	mr->access = access;
 	mr->iova = iova;
 	mr->vmr.mr_type = VERBS_MR_TYPE_MR;
@@ -341,11 +347,6 @@ static struct ibv_mr *swiw_reg_mr(struct ibv_pd *ibpd, void *addr,
 	mr->vmr.ibv_mr.rkey = mr->stag;
 	atomic_fetch_add(&to_swiw_pd(ibpd)->usecnt, 1);
 	return &mr->vmr.ibv_mr;
-fail:
-	free(mr);
-	atomic_fetch_sub(&sctx->nmr, 1);
-	errno = err;
-	return NULL;
 }
 
 static int swiw_dereg_mr(struct verbs_mr *vmr)
@@ -355,8 +356,7 @@ static int swiw_dereg_mr(struct verbs_mr *vmr)
 
 	swiw_stag_free(mr);
 	atomic_fetch_sub(&to_swiw_pd(ibmr->pd)->usecnt, 1);
-	atomic_fetch_sub(&to_swiw_ctx(ibmr->context)->nmr, 1);
-	free(mr);
+	obj_free(&to_swiw_ctx(ibmr->context)->nmr, mr);
 	return 0;
 }
 
@@ -373,16 +373,9 @@ static struct ibv_cq *swiw_create_cq(struct ibv_context *ctx, int cqe,
 		errno = EINVAL;
 		return NULL;
 	}
-	if (!take_slot(&sctx->ncq, SWIW_MAX_CQ)) {
-		errno = ENOMEM;
+	cq = obj_alloc(&sctx->ncq, SWIW_MAX_CQ, sizeof(*cq));
+	if (!cq)
 		return NULL;
-	}
-	cq = calloc(1, sizeof(*cq));
-	if (!cq) {
-		atomic_fetch_sub(&sctx->ncq, 1);
-		errno = ENOMEM;
-		return NULL;
-	}
 	cq->vcq.cq.context = ctx;
 	cq->vcq.cq.cqe = cqe;
 	return &cq->vcq.cq;
@@ -390,8 +383,7 @@ static struct ibv_cq *swiw_create_cq(struct ibv_context *ctx, int cqe,
 
 static int swiw_destroy_cq(struct ibv_cq *ibcq)
 {
-	atomic_fetch_sub(&to_swiw_ctx(ibcq->context)->ncq, 1);
-	free(to_swiw_cq(ibcq));
+	obj_free(&to_swiw_ctx(ibcq->context)->ncq, to_swiw_cq(ibcq));
 	return 0;
 }
 
