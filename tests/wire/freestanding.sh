@@ -1,0 +1,19 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# freestanding.sh CC WIREDIR: compiles every wire-core file with
+# -ffreestanding -nostdinc against tests/wire/freestanding/ only.
+set -u
+cc=$1 wire=$2
+stub=$(dirname "$0")/freestanding
+fail=0 n=0
+for f in "$wire"/*.c; do
+	n=$((n + 1))
+	if ! "$cc" -std=gnu11 -ffreestanding -nostdinc -DSWIW_FREESTANDING \
+		-Wall -Wextra -Werror -O2 -I"$stub" -I"$wire" -c "$f" -o /dev/null; then
+		echo "FAIL: $f does not build freestanding"
+		fail=1
+	fi
+done
+[ $n -gt 0 ] || { echo "FAIL: no wire-core sources in $wire"; exit 1; }
+[ $fail -eq 0 ] && echo "ok: $n wire-core files build freestanding with $cc"
+exit $fail
