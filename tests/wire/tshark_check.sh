@@ -37,7 +37,7 @@ echo "tshark: $good Good CRC32, $bad Bad CRC32, $mal malformed, $rrs MPA Request
 [ "$good" -eq "$fpdus" ] || { echo "FAIL: $good good CRCs, the program framed $fpdus FPDUs"; fail=1; }
 [ "$rrs" -eq "$rr" ] || { echo "FAIL: $rrs Request/Reply frames decoded, $rr sent"; fail=1; }
 
-"${ts[@]}" -Y iwarp_ddp -T fields -E separator=/ -E occurrence=a -E aggregator=, \
+"${ts[@]}" -Y iwarp_ddp -T fields -E separator=";" -E occurrence=a -E aggregator=, \
 	-e tcp.stream -e tcp.srcport -e iwarp_mpa.ulpdulength -e iwarp_ddp.tagged_flag \
 	-e iwarp_ddp.last_flag -e iwarp_rdma.opcode -e iwarp_ddp.qn -e iwarp_ddp.msn \
 	-e iwarp_ddp.mo -e iwarp_ddp.stag -e iwarp_ddp.tagged_offset >"$tmp/fields"
@@ -46,7 +46,7 @@ import sys
 
 rows = []
 for line in open(sys.argv[1]):
-    f = line.rstrip("\n").split("/")
+    f = line.rstrip("\n").split(";")
     stream, port = f[0], f[1]
     cols = [c.split(",") if c else [] for c in f[2:]]
     ulen, tagged, last, op, qn, msn, mo, stag, to = cols

@@ -271,4 +271,80 @@ enum term_llp_ecode {
 	LLP_ECODE_NO_MATCHING_RTR = 0x07,
 };
 
+/*
+ * RDMAP extensions (RFC 7306): Immediate Data and Atomic Operations.
+ *
+ * Source: the RFC 7306 text itself was not reachable from here. The
+ * values and layouts below come from Wireshark's current dissector
+ * (epan/dissectors/packet-iwarp-ddp-rdmap.c: opcodes 0xA/0xB, the Atomic
+ * Request and Response bodies, atomic codes 0 FetchAdd and 2 CmpSwap),
+ * zrlio/urdma's proto.h (Immediate Data 0x8/0x9, Atomic Request on QN 1,
+ * Atomic Response on QN 3) and Chelsio's T4 firmware interface (its
+ * disabled wire opcodes: Send Immediate 0x8 and 0x9 with SE, Atomic
+ * Request 0xA, Response 0xB). They agree with RFC 7306's IANA tables as
+ * recalled (Swap = 1). Opcodes 0xC-0xF stay unassigned.
+ */
+enum rdmap_opcode_ext {
+	RDMAP_IMM_DATA = 8, /* 8 octets of ULP data, untagged on QN 0 */
+	RDMAP_IMM_DATA_SE = 9, /* the same, with Solicited Event */
+	RDMAP_ATOMIC_REQ = 10, /* untagged on QN 1, counts against IRD */
+	RDMAP_ATOMIC_RESP = 11, /* untagged on QN 3 */
+};
+
+/* RFC 7306 queues: Atomic Requests share QN 1 (and its MSN) with RDMA
+ * Read Requests; Atomic Responses have a queue of their own. */
+#define RDMAP_QN_ATOMIC_REQ RDMAP_QN_READ_REQ
+#define RDMAP_QN_ATOMIC_RESP 3
+#define RDMAP_QN_COUNT 4
+
+/* Immediate Data (and with SE): one segment, L set, 8 octets of data. */
+#define RDMAP_IMM_DATA_SIZE 8
+
+struct rdmap_imm_data {
+	struct ddp_untagged_hdr ddp;
+	u8 data[RDMAP_IMM_DATA_SIZE]; /* opaque to RDMAP, no byte order */
+} __packed;
+SWIW_WIRE_SIZE(struct rdmap_imm_data, 26);
+
+/* Atomic operation codes, the low 4 bits of the first body word. */
+enum rdmap_atomic_op {
+	RDMAP_ATOMIC_FETCH_ADD = 0,
+	RDMAP_ATOMIC_SWAP = 1,
+	RDMAP_ATOMIC_CMP_SWAP = 2,
+};
+
+#define RDMAP_ATOMIC_MASK_RESERVED SWIW_BE32(0xfffffff0)
+#define RDMAP_ATOMIC_MASK_OPCODE SWIW_BE32(0x0000000f)
+#define RDMAP_ATOMIC_DATA_SIZE 8 /* every operand and result is 64 bits */
+
+/*
+ * Atomic Request: untagged on QN 1, one segment with L set, no payload.
+ * FetchAdd uses the add data and mask; Swap the swap data and mask;
+ * CompareSwap all four fields. Unused fields are sent as zero.
+ */
+struct rdmap_atomic_req {
+	struct ddp_untagged_hdr ddp;
+	__be32 atomic_op; /* reserved(28) | op(4) */
+	__be32 req_id;
+	__be32 remote_stag;
+	__be64 remote_to; /* 8-octet aligned */
+	__be64 add_swap_data;
+	__be64 add_swap_mask;
+	__be64 compare_data;
+	__be64 compare_mask;
+} __packed;
+SWIW_WIRE_SIZE(struct rdmap_atomic_req, 70);
+
+#define RDMAP_ATOMIC_REQ_BODY_SIZE 52
+
+/* Atomic Response: untagged on QN 3, one segment with L set. */
+struct rdmap_atomic_resp {
+	struct ddp_untagged_hdr ddp;
+	__be32 orig_req_id;
+	__be64 orig_value; /* the target's value before the operation */
+} __packed;
+SWIW_WIRE_SIZE(struct rdmap_atomic_resp, 30);
+
+#define RDMAP_ATOMIC_RESP_BODY_SIZE 12
+
 #endif /* SWIW_IWARP_H */

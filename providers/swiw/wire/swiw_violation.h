@@ -56,6 +56,16 @@ enum swiw_violation {
 	SWIW_V_RDMAP_CANT_INVALIDATE,
 	SWIW_V_RDMAP_CATASTROPHIC, /* local failure that ends the stream */
 
+	/* Appended: codes the rows above cannot carry one to one */
+	SWIW_V_DDP_UT_VERSION, /* DV wrong on an untagged segment (DDP 2/6);
+				* SWIW_V_DDP_VERSION is the tagged one (1/4) */
+	SWIW_V_RDMAP_CANT_INVALIDATE_OP, /* STag valid but of a kind that
+					  * cannot be invalidated (2/9) */
+	SWIW_V_RDMAP_MALFORMED, /* RDMAP message of the wrong size or shape */
+	SWIW_V_RDMAP_ATOMIC_OPCODE, /* RFC 7306: unknown atomic operation */
+	SWIW_V_RDMAP_ATOMIC_ALIGN, /* RFC 7306: target not 8-octet aligned */
+	SWIW_V_DDP_CATASTROPHIC, /* local failure while placing data */
+
 	SWIW_V_COUNT
 };
 

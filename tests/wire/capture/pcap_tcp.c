@@ -93,7 +93,8 @@ static void emit(struct tcp_conv *c, int dir, uint8_t flags, const void *data,
 	tcp[12] = 5 << 4;
 	tcp[13] = flags;
 	put16(tcp + 14, 65535);
-	memcpy(tcp + 20, data, len);
+	if (len)
+		memcpy(tcp + 20, data, len);
 	sum = sum16(ip + 12, 8, 0) + 6 + (uint32_t)(20 + len);
 	put16(tcp + 16, fold(sum16(tcp, 20 + len, sum)));
 
