@@ -122,6 +122,10 @@ static void mpa_close(struct swiw_mpa *m, int err, enum swiw_violation v,
 	m->out.violation = v;
 	m->out.send_term = term;
 	m->state = SWIW_MPA_S_CLOSED;
+	swiw_wire_dbg(
+		"MPA %s: connection setup failed: error %d, violation %d%s",
+		m->role == SWIW_MPA_INITIATOR ? "initiator" : "responder", err,
+		(int)v, term ? ", sending TERMINATE" : "");
 	/* What this call had started is moot; a reject Reply still goes. */
 	m->events &= SWIW_MPA_EV_TX;
 	m->events |= SWIW_MPA_EV_CLOSED;

@@ -9,6 +9,9 @@
  * -ffreestanding -nostdinc against tests/wire/freestanding/). Files here
  * include only this header and the wire headers.
  *
+ * It maps memory functions (memcpy, memmove, memset, memcmp), byte order,
+ * CRC32c and debug logging to each environment.
+ *
  * Conventions: fixed-width types u8..u64 and s32; wire fields are __be16/
  * __be32/__be64 (bitwise types under sparse), converted only through the
  * swiw_*_to_* helpers below; functions return 0 or a negative errno.
@@ -85,8 +88,20 @@ typedef __s64 s64;
 u32 swiw_crc32c_table(u32 crc, const void *buf, size_t len);
 
 #ifndef __KERNEL__
-/* The fastest update this CPU has (see swiw_crc32c_user.c); user space. */
+/* The fastest update this CPU has (see swiw_port_user.c); user space. */
 u32 swiw_crc32c(u32 crc, const void *buf, size_t len);
+#endif
+
+/*
+ * Debug log lines from the wire core, for reasons a connection failed:
+ * pr_debug in the kernel; in user space the provider's log at debug
+ * level (silent in programs that provide none). Anything a peer can
+ * trigger repeatedly is logged once per connection, not per segment.
+ */
+#ifdef __KERNEL__
+#define swiw_wire_dbg(fmt, ...) pr_debug("swiw: " fmt "\n", ##__VA_ARGS__)
+#else
+void swiw_wire_dbg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 #endif
 
 static inline u32 swiw_crc32c_final(u32 crc)

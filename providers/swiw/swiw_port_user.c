@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
+ * The user-space side of swiw_port.h: CRC32c and the wire core's log.
+ *
  * CRC32c in user space: ISA-L's crc32_iscsi, which picks the CPU's fastest
  * instructions itself (crc32, PCLMULQDQ, AVX-512), where the CPU has
  * SSE4.2 (short pieces go to the crc32 instruction directly); the
@@ -7,6 +9,8 @@
  * architectures ISA-L is used as it is: its own dispatch falls back to
  * generic C where the CPU has no CRC instructions.
  */
+#include <stdarg.h>
+
 #include <isa-l/crc.h>
 #if defined(__x86_64__)
 #include <nmmintrin.h>
@@ -89,4 +93,14 @@ u32 swiw_crc32c(u32 crc, const void *buf, size_t len)
 		len -= (size_t)n;
 	}
 	return crc;
+}
+
+/*
+ * Silent unless the program says otherwise: the provider defines its own
+ * swiw_wire_dbg() that feeds its log (swiw_log.c), which the linker takes
+ * over this weak one; tests and fuzzers keep quiet.
+ */
+__attribute__((weak)) void swiw_wire_dbg(const char *fmt, ...)
+{
+	(void)fmt;
 }
