@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "swiw_port.h"
+#include "wire_test.h"
 
 typedef u32 (*crc_fn)(u32 crc, const void *buf, size_t len);
 
@@ -24,22 +25,6 @@ static u32 crc_of(crc_fn f, const void *p, size_t n)
 }
 
 /* Deterministic pseudo-random octets (xorshift32). */
-static u32 rnd_state = 0x2545f491;
-
-static u32 rnd(void)
-{
-	rnd_state ^= rnd_state << 13;
-	rnd_state ^= rnd_state >> 17;
-	rnd_state ^= rnd_state << 5;
-	return rnd_state;
-}
-
-static void fill(u8 *p, size_t n)
-{
-	while (n--)
-		*p++ = (u8)rnd();
-}
-
 static void test_vectors(void **state)
 {
 	/* RFC 3720 B.4: an iSCSI Read(10) command PDU, 48 octets. */

@@ -16,22 +16,7 @@
 #include <cmocka.h>
 
 #include "ddp_fake.h"
-
-static u32 rnd_state = 0x2545f491;
-
-static u32 rnd(void)
-{
-	rnd_state ^= rnd_state << 13;
-	rnd_state ^= rnd_state >> 17;
-	rnd_state ^= rnd_state << 5;
-	return rnd_state;
-}
-
-static void fill(u8 *p, size_t n)
-{
-	while (n--)
-		*p++ = (u8)rnd();
-}
+#include "wire_test.h"
 
 static u32 rd32(const u8 *p)
 {
@@ -41,20 +26,6 @@ static u32 rd32(const u8 *p)
 static u64 rd64(const u8 *p)
 {
 	return (u64)rd32(p) << 32 | rd32(p + 4);
-}
-
-static void wr32(u8 *p, u32 v)
-{
-	p[0] = (u8)(v >> 24);
-	p[1] = (u8)(v >> 16);
-	p[2] = (u8)(v >> 8);
-	p[3] = (u8)v;
-}
-
-static void wr64(u8 *p, u64 v)
-{
-	wr32(p, (u32)(v >> 32));
-	wr32(p + 4, (u32)v);
 }
 
 /* A tagged segment by hand: header, then @plen octets of @payload. */

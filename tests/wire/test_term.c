@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "ddp_fake.h"
+#include "wire_test.h"
 
 /* Every enum swiw_violation value, in order. */
 #define ROWS(X)                            \
@@ -156,20 +157,6 @@ static const struct expect expect[SWIW_V_COUNT] = {
 	E(SWIW_V_DDP_CATASTROPHIC, 1, 0, 0, 0, true, GENERAL_ERR, REM_OP_ERR,
 	  QP_FATAL),
 };
-
-static void wr32(u8 *p, u32 v)
-{
-	p[0] = (u8)(v >> 24);
-	p[1] = (u8)(v >> 16);
-	p[2] = (u8)(v >> 8);
-	p[3] = (u8)v;
-}
-
-static void wr64(u8 *p, u64 v)
-{
-	wr32(p, (u32)(v >> 32));
-	wr32(p + 4, (u32)v);
-}
 
 static u32 mk_tagged(u8 *buf, u8 b0, u8 b1, u32 stag, u64 to, u32 plen)
 {
