@@ -31,6 +31,15 @@ _Static_assert(SWIW_DDP_HDR_MAX == sizeof(struct rdmap_atomic_req) &&
 		       SWIW_DDP_HDR_MAX == SWIW_TERM_MAX_LEN,
 	       "SWIW_DDP_HDR_MAX");
 
+/* The body an RDMAP message carries beyond its DDP header, by opcode. */
+union swiw_rdmap_body {
+	struct swiw_rdmap_read_req rreq;
+	struct swiw_rdmap_atomic_req areq;
+	struct swiw_rdmap_atomic_resp aresp;
+	u8 imm[RDMAP_IMM_DATA_SIZE];
+	struct swiw_term term;
+};
+
 /* One RDMAP message to send, in host order. */
 struct swiw_rdmap_msg {
 	u8 opcode; /* enum rdmap_opcode / rdmap_opcode_ext */
@@ -39,13 +48,7 @@ struct swiw_rdmap_msg {
 	u64 to; /* tagged: Data Sink TO of the first payload octet */
 	u32 msn; /* untagged: this message's MSN on its queue */
 	u32 inval_stag; /* Send with (SE and) Invalidate */
-	union {
-		struct swiw_rdmap_read_req rreq;
-		struct swiw_rdmap_atomic_req areq;
-		struct swiw_rdmap_atomic_resp aresp;
-		u8 imm[RDMAP_IMM_DATA_SIZE];
-		struct swiw_term term;
-	} u;
+	union swiw_rdmap_body u;
 };
 
 /* Transmit cursor over one message. */
@@ -240,13 +243,7 @@ struct swiw_ddp_seg {
 	u32 qn;
 	u32 msn;
 	u32 mo;
-	union {
-		struct swiw_rdmap_read_req rreq;
-		struct swiw_rdmap_atomic_req areq;
-		struct swiw_rdmap_atomic_resp aresp;
-		u8 imm[RDMAP_IMM_DATA_SIZE];
-		struct swiw_term term;
-	} u;
+	union swiw_rdmap_body u;
 	int term_rc; /* Terminate: swiw_term_parse_body()'s 0 or -EMSGSIZE */
 };
 
