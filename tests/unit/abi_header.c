@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * swiw-abi.h stands alone and keeps its layout: compiled by itself with
+ * -Wpadded -Werror (no implicit padding anywhere), its sizes and the
+ * offsets both sides rely on pinned here.
+ */
+#include <stddef.h>
+
+#include <rdma/swiw-abi.h>
+
+#define SIZE(t, n) _Static_assert(sizeof(t) == (n), "sizeof " #t)
+#define OFF(t, m, n) _Static_assert(offsetof(t, m) == (n), #t "." #m)
+
+SIZE(struct swiw_sge, 16);
+SIZE(struct swiw_sqe, SWIW_SQE_HDR_SIZE);
+OFF(struct swiw_sqe, flags, 8);
+OFF(struct swiw_sqe, rkey, 12);
+OFF(struct swiw_sqe, raddr, 16);
+OFF(struct swiw_sqe, compare_add, 32);
+SIZE(struct swiw_rqe, SWIW_RQE_HDR_SIZE);
+OFF(struct swiw_rqe, flags, 8);
+SIZE(struct swiw_cqe, 32);
+OFF(struct swiw_cqe, flags, 8);
+OFF(struct swiw_cqe, status, 10);
+SIZE(struct swiw_cq_ctrl, 8);
+SIZE(struct swiw_txd, 152);
+OFF(struct swiw_txd, sge, 88);
+SIZE(struct swiw_rxev, 96);
+SIZE(struct swiw_ioc_version, 8);
+SIZE(struct swiw_ioc_reg_mr, 24);
+SIZE(struct swiw_ioc_queue, 32);
+SIZE(struct swiw_ioc_attach, 48);
+SIZE(struct swiw_ioc_stream, 8);
+_Static_assert(SWIW_OP_MAX <= 256, "opcode fits a __u8");
+
+int main(void)
+{
+	return 0;
+}
