@@ -14,6 +14,7 @@
 #include "verbs_abi.h"
 #include "swiw_limits.h"
 #include "swiw_log.h"
+#include "swiw_queue.h"
 
 #define SWIW_NAME_PREFIX "swiw_"
 
@@ -51,7 +52,7 @@ struct swiw_context {
 	struct verbs_context ibv_ctx;
 	int async_wfd; /* write end of ibv_ctx.context.async_fd */
 	bool port_active; /* last state reported, under the event lock */
-	atomic_uint npd, nmr, ncq; /* objects held, against the limits */
+	atomic_uint npd, nmr, ncq, nqp, nsrq; /* objects held, vs the limits */
 	struct swiw_context *next_open; /* event monitor list */
 };
 
@@ -68,9 +69,70 @@ struct swiw_mr {
 	uint64_t iova;
 };
 
+/*
+ * A CQ is a ring of struct swiw_cqe followed by the arm word. The
+ * provider consumes it in poll_cq (under poll_lock); the engine produces
+ * into it (under eng_lock), from every QP that completes there.
+ */
 struct swiw_cq {
 	struct verbs_cq vcq;
-	atomic_uint armed; /* 0, or IBV_WC_... notify request, one-shot */
+	pthread_spinlock_t poll_lock;
+	struct swiw_ring ring; /* provider: consumer view */
+	pthread_mutex_t eng_lock;
+	struct swiw_ring eng; /* engine: producer view */
+	struct swiw_cq_ctrl *ctrl; /* after the last CQE */
+	void *mem;
+	size_t mem_len;
+	atomic_uint users; /* QPs that complete here */
+	bool overflow; /* the engine found it full: CQ error raised */
+};
+
+/* The queue a receive comes from: a QP's own RQ or an SRQ. */
+struct swiw_rq {
+	pthread_spinlock_t lock;
+	struct swiw_ring ring; /* provider: producer view */
+	struct swiw_ring eng; /* engine: consumer view */
+	void *mem;
+	size_t mem_len;
+	uint32_t max_sge;
+};
+
+struct swiw_srq {
+	struct verbs_srq vsrq;
+	struct swiw_rq rq;
+	uint32_t max_wr; /* as reported */
+	uint32_t limit; /* SRQ limit event armed below this many WRs */
+	atomic_uint users; /* QPs that receive from it */
+};
+
+/*
+ * An RC queue pair. The SQ and the RQ are swiw-abi.h rings; the provider
+ * produces work requests into them under sq_lock/rq.lock, the engine
+ * consumes them. State changes and the engine's view are serialised by
+ * state_lock.
+ */
+struct swiw_qp {
+	struct verbs_qp vqp;
+	pthread_mutex_t state_lock;
+	enum ibv_qp_state state;
+	pthread_spinlock_t sq_lock;
+	struct swiw_ring sq; /* provider: producer view */
+	struct swiw_ring sq_eng; /* engine: consumer view */
+	void *sq_mem;
+	size_t sq_mem_len;
+	struct swiw_rq own_rq;
+	struct swiw_rq *rq; /* &own_rq, or the SRQ's */
+	struct swiw_srq *srq;
+	struct swiw_cq *scq, *rcq;
+	uint32_t max_send_wr, max_recv_wr, max_send_sge, max_recv_sge;
+	uint32_t max_inline;
+	bool sq_sig_all;
+	/* Connection, from modify_qp. */
+	union ibv_gid dgid;
+	uint32_t dest_qpn;
+	uint8_t ird, ord; /* max_dest_rd_atomic, max_rd_atomic */
+	int access; /* qp_access_flags */
+	uint32_t sq_psn, rq_psn;
 };
 
 struct swiw_comp_channel {
@@ -96,6 +158,16 @@ static inline struct swiw_pd *to_swiw_pd(struct ibv_pd *pd)
 static inline struct swiw_cq *to_swiw_cq(struct ibv_cq *cq)
 {
 	return swiw_container_of(cq, struct swiw_cq, vcq.cq);
+}
+
+static inline struct swiw_qp *to_swiw_qp(struct ibv_qp *qp)
+{
+	return swiw_container_of(qp, struct swiw_qp, vqp.qp);
+}
+
+static inline struct swiw_srq *to_swiw_srq(struct ibv_srq *srq)
+{
+	return swiw_container_of(srq, struct swiw_srq, vsrq.srq);
 }
 
 extern const struct verbs_device_ops swiw_dev_ops;
@@ -124,6 +196,44 @@ int swiw_query_gid_type(struct ibv_context *ctx, uint8_t port,
 			unsigned int index, int *type);
 int swiw_query_pkey(struct ibv_context *ctx, uint8_t port, int index,
 		    __be16 *pkey);
+
+/* swiw_verbs.c: objects counted against the device limits */
+void *swiw_obj_alloc(atomic_uint *cnt, unsigned int max, size_t size);
+void swiw_obj_free(atomic_uint *cnt, void *obj);
+
+/* swiw_cq.c, swiw_qp.c, swiw_srq.c: the queue verbs */
+struct ibv_cq *swiw_create_cq(struct ibv_context *ctx, int cqe,
+			      struct ibv_comp_channel *channel,
+			      int comp_vector);
+int swiw_destroy_cq(struct ibv_cq *cq);
+int swiw_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc);
+int swiw_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+int swiw_resize_cq(struct ibv_cq *cq, int cqe);
+struct ibv_qp *swiw_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr);
+int swiw_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask,
+		  struct ibv_qp_init_attr *init);
+int swiw_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask);
+int swiw_destroy_qp(struct ibv_qp *qp);
+int swiw_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
+		   struct ibv_send_wr **bad_wr);
+int swiw_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
+		   struct ibv_recv_wr **bad_wr);
+struct ibv_srq *swiw_create_srq(struct ibv_pd *pd,
+				struct ibv_srq_init_attr *attr);
+int swiw_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int mask);
+int swiw_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr);
+int swiw_destroy_srq(struct ibv_srq *srq);
+int swiw_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
+		       struct ibv_recv_wr **bad_wr);
+int swiw_rq_init(struct swiw_rq *rq, uint32_t num, uint32_t max_sge);
+void swiw_rq_destroy(struct swiw_rq *rq);
+int swiw_rq_post(struct swiw_rq *rq, struct ibv_recv_wr *wr,
+		 struct ibv_recv_wr **bad_wr);
+
+/* swiw_engine.c: the in-process engine's side of the rings */
+int swiw_engine_cq_push(struct swiw_cq *cq, const struct swiw_cqe *cqe);
+void swiw_engine_flush_qp(struct swiw_qp *qp);
+void swiw_engine_reset_qp(struct swiw_qp *qp);
 
 /* swiw_mem.c: STags and memory checks */
 int swiw_stag_alloc(struct swiw_mr *mr);

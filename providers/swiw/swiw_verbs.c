@@ -27,7 +27,7 @@ static struct swiw_device *ctx_dev(struct ibv_context *ctx)
  * A zeroed object of @size, counted in @cnt against @max (the device limit);
  * NULL with errno ENOMEM past the limit or out of memory. obj_free undoes.
  */
-static void *obj_alloc(atomic_uint *cnt, unsigned int max, size_t size)
+void *swiw_obj_alloc(atomic_uint *cnt, unsigned int max, size_t size)
 {
 	unsigned int v = atomic_load(cnt);
 	void *obj;
@@ -46,7 +46,7 @@ static void *obj_alloc(atomic_uint *cnt, unsigned int max, size_t size)
 	return obj;
 }
 
-static void obj_free(atomic_uint *cnt, void *obj)
+void swiw_obj_free(atomic_uint *cnt, void *obj)
 {
 	free(obj);
 	atomic_fetch_sub(cnt, 1);
@@ -264,7 +264,7 @@ static struct ibv_pd *swiw_alloc_pd(struct ibv_context *ctx)
 {
 	struct swiw_pd *pd;
 
-	pd = obj_alloc(&to_swiw_ctx(ctx)->npd, SWIW_MAX_PD, sizeof(*pd));
+	pd = swiw_obj_alloc(&to_swiw_ctx(ctx)->npd, SWIW_MAX_PD, sizeof(*pd));
 	if (!pd)
 		return NULL;
 	pd->ibv_pd.context = ctx;
@@ -279,7 +279,7 @@ static int swiw_dealloc_pd(struct ibv_pd *ibpd)
 
 	if (atomic_load(&pd->usecnt))
 		return EBUSY;
-	obj_free(&to_swiw_ctx(ibpd->context)->npd, pd);
+	swiw_obj_free(&to_swiw_ctx(ibpd->context)->npd, pd);
 	return 0;
 }
 
@@ -325,12 +325,12 @@ static struct ibv_mr *swiw_reg_mr(struct ibv_pd *ibpd, void *addr,
 		errno = err;
 		return NULL;
 	}
-	mr = obj_alloc(&sctx->nmr, SWIW_MAX_MR, sizeof(*mr));
+	mr = swiw_obj_alloc(&sctx->nmr, SWIW_MAX_MR, sizeof(*mr));
 	if (!mr)
 		return NULL;
 	err = swiw_stag_alloc(mr);
 	if (err) {
-		obj_free(&sctx->nmr, mr);
+		swiw_obj_free(&sctx->nmr, mr);
 		errno = err;
 		return NULL;
 	}
@@ -356,56 +356,7 @@ static int swiw_dereg_mr(struct verbs_mr *vmr)
 
 	swiw_stag_free(mr);
 	atomic_fetch_sub(&to_swiw_pd(ibmr->pd)->usecnt, 1);
-	obj_free(&to_swiw_ctx(ibmr->context)->nmr, mr);
-	return 0;
-}
-
-static struct ibv_cq *swiw_create_cq(struct ibv_context *ctx, int cqe,
-				     struct ibv_comp_channel *channel,
-				     int comp_vector)
-{
-	struct swiw_context *sctx = to_swiw_ctx(ctx);
-	struct swiw_cq *cq;
-
-	if (cqe < 1 || cqe > SWIW_MAX_CQE || comp_vector < 0 ||
-	    comp_vector >= SWIW_NUM_COMP_VECTORS ||
-	    (channel && channel->context != ctx)) {
-		errno = EINVAL;
-		return NULL;
-	}
-	cq = obj_alloc(&sctx->ncq, SWIW_MAX_CQ, sizeof(*cq));
-	if (!cq)
-		return NULL;
-	cq->vcq.cq.context = ctx;
-	cq->vcq.cq.cqe = cqe;
-	return &cq->vcq.cq;
-}
-
-static int swiw_destroy_cq(struct ibv_cq *ibcq)
-{
-	obj_free(&to_swiw_ctx(ibcq->context)->ncq, to_swiw_cq(ibcq));
-	return 0;
-}
-
-/* Nothing produces completions before the data path exists. */
-static int swiw_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
-{
-	(void)ibcq;
-	(void)wc;
-	return num_entries < 0 ? -EINVAL : 0;
-}
-
-static int swiw_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
-{
-	atomic_store(&to_swiw_cq(ibcq)->armed, solicited_only ? 1u : 2u);
-	return 0;
-}
-
-static int swiw_resize_cq(struct ibv_cq *ibcq, int cqe)
-{
-	if (cqe < 1 || cqe > SWIW_MAX_CQE)
-		return EINVAL;
-	ibcq->cqe = cqe;
+	swiw_obj_free(&to_swiw_ctx(ibmr->context)->nmr, mr);
 	return 0;
 }
 
@@ -421,13 +372,24 @@ static void swiw_free_context(struct ibv_context *ibctx)
 const struct verbs_context_ops swiw_ctx_ops = {
 	.alloc_pd = swiw_alloc_pd,
 	.create_cq = swiw_create_cq,
+	.create_qp = swiw_create_qp,
+	.create_srq = swiw_create_srq,
 	.dealloc_pd = swiw_dealloc_pd,
 	.dereg_mr = swiw_dereg_mr,
 	.destroy_cq = swiw_destroy_cq,
+	.destroy_qp = swiw_destroy_qp,
+	.destroy_srq = swiw_destroy_srq,
 	.free_context = swiw_free_context,
+	.modify_qp = swiw_modify_qp,
+	.modify_srq = swiw_modify_srq,
 	.poll_cq = swiw_poll_cq,
+	.post_recv = swiw_post_recv,
+	.post_send = swiw_post_send,
+	.post_srq_recv = swiw_post_srq_recv,
 	.query_device_ex = swiw_query_device_ex,
 	.query_port = swiw_query_port,
+	.query_qp = swiw_query_qp,
+	.query_srq = swiw_query_srq,
 	.reg_mr = swiw_reg_mr,
 	.req_notify_cq = swiw_req_notify_cq,
 	.resize_cq = swiw_resize_cq,
