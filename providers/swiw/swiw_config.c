@@ -8,6 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "swiw_broker.h"
 #include "swiw_config.h"
 #include "swiw_log.h"
 
@@ -23,6 +24,8 @@ void swiw_config_defaults(struct swiw_config *cfg)
 	memset(cfg, 0, sizeof(*cfg));
 	strcpy(cfg->interfaces, "*");
 	cfg->log_level = SWIW_LOG_WARN;
+	cfg->broker_port = SWIW_BROKER_PORT_DEFAULT;
+	cfg->connect_timeout_ms = SWIW_BROKER_CONNECT_TIMEOUT_MS;
 }
 
 static int parse_log_level(const char *v)
@@ -42,6 +45,59 @@ static int parse_log_level(const char *v)
 	return (int)n;
 }
 
+static int parse_port(const char *v)
+{
+	char *end;
+	long n;
+
+	if (!isdigit((unsigned char)*v))
+		return -1;
+	errno = 0;
+	n = strtol(v, &end, 10);
+	if (errno || *end || n < 1 || n > 65535)
+		return -1;
+	return (int)n;
+}
+
+/*
+ * A duration: seconds with an optional fraction ("10", "2.5", "10s") or
+ * milliseconds ("500ms"), from 1 ms to one hour. Parsed by hand: strtod()
+ * would follow the program's locale and refuse "2.5" under a comma one.
+ */
+static long parse_duration_ms(const char *v)
+{
+	unsigned long long num = 0, den = 1, mult = 1000;
+	const char *p = v;
+
+	if (!isdigit((unsigned char)*p))
+		return -1;
+	while (isdigit((unsigned char)*p)) {
+		num = num * 10 + (unsigned long long)(*p++ - '0');
+		if (num > 3600000)
+			return -1;
+	}
+	if (*p == '.') {
+		p++;
+		if (!isdigit((unsigned char)*p))
+			return -1;
+		for (; isdigit((unsigned char)*p); p++) {
+			if (den <
+			    1000000) { /* finer than a microsecond: moot */
+				num = num * 10 + (unsigned long long)(*p - '0');
+				den *= 10;
+			}
+		}
+	}
+	if (!strcmp(p, "ms"))
+		mult = 1;
+	else if (*p && strcmp(p, "s"))
+		return -1;
+	num = num * mult / den;
+	if (num < 1 || num > 3600000)
+		return -1;
+	return (long)num;
+}
+
 int swiw_config_set(struct swiw_config *cfg, const char *key, const char *value)
 {
 	if (!strcmp(key, "interfaces")) {
@@ -58,6 +114,22 @@ int swiw_config_set(struct swiw_config *cfg, const char *key, const char *value)
 		if (lvl < 0)
 			return -1;
 		cfg->log_level = lvl;
+		return 0;
+	}
+	if (!strcmp(key, "broker_port")) {
+		int port = parse_port(value);
+
+		if (port < 0)
+			return -1;
+		cfg->broker_port = (unsigned int)port;
+		return 0;
+	}
+	if (!strcmp(key, "connect_timeout")) {
+		long ms = parse_duration_ms(value);
+
+		if (ms < 0)
+			return -1;
+		cfg->connect_timeout_ms = (unsigned int)ms;
 		return 0;
 	}
 	return -1;
@@ -206,6 +278,8 @@ static void config_load(void)
 		config_load_file(&the_config, SWIW_CONFIG_FILE, false);
 	config_env(&the_config, "SWIW_INTERFACES", "interfaces");
 	config_env(&the_config, "SWIW_LOG_LEVEL", "log_level");
+	config_env(&the_config, "SWIW_BROKER_PORT", "broker_port");
+	config_env(&the_config, "SWIW_CONNECT_TIMEOUT", "connect_timeout");
 }
 
 const struct swiw_config *swiw_config(void)

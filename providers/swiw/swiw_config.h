@@ -15,6 +15,10 @@ struct swiw_config {
 	/* Whitespace or comma separated fnmatch(3) patterns; "!" excludes. */
 	char interfaces[SWIW_CONFIG_PATTERNS_MAX];
 	int log_level; /* enum swiw_log_level */
+	/* TCP port of the connection broker, on every host (swiw_broker.h). */
+	unsigned int broker_port;
+	/* How long an initiator keeps trying to reach its peer, in ms. */
+	unsigned int connect_timeout_ms;
 };
 
 /* The process-wide configuration, loaded on first use. */

@@ -29,6 +29,8 @@ static void test_defaults(void **state)
 	swiw_config_defaults(&cfg);
 	assert_string_equal(cfg.interfaces, "*");
 	assert_int_equal(cfg.log_level, SWIW_LOG_WARN);
+	assert_int_equal(cfg.broker_port, 7949);
+	assert_int_equal(cfg.connect_timeout_ms, 10000);
 }
 
 static void test_parse_keys(void **state)
@@ -105,6 +107,64 @@ static void test_set(void **state)
 	assert_string_equal(cfg.interfaces, "veth*");
 }
 
+static void test_broker_keys(void **state)
+{
+	static const struct {
+		const char *v;
+		unsigned int ms;
+	} good[] = {
+		{ "10", 10000 },    { "2.5", 2500 },	   { "0.25s", 250 },
+		{ "500ms", 500 },   { "1ms", 1 },	   { "3600", 3600000 },
+		{ "1.5ms", 1 },	    { "0.0015", 1 },	   { "7s", 7000 },
+		{ "00012", 12000 }, { "1.0000001", 1000 },
+	};
+	static const char *const bad[] = {
+		"",	     "0",    "0ms", "0.0001", "-1",
+		"1e3",	     "10 s", "1.",  ".5",     "3601",
+		"3600001ms", "ten",  "5m",  "1,5",    "99999999999999999999",
+	};
+	struct swiw_config cfg;
+	size_t i;
+
+	(void)state;
+	swiw_config_defaults(&cfg);
+	assert_int_equal(swiw_config_set(&cfg, "broker_port", "18516"), 0);
+	assert_int_equal(cfg.broker_port, 18516);
+	assert_int_equal(swiw_config_set(&cfg, "broker_port", "65535"), 0);
+	assert_int_equal(swiw_config_set(&cfg, "broker_port", "1"), 0);
+	assert_int_equal(cfg.broker_port, 1);
+	assert_int_equal(swiw_config_set(&cfg, "broker_port", "0"), -1);
+	assert_int_equal(swiw_config_set(&cfg, "broker_port", "65536"), -1);
+	assert_int_equal(swiw_config_set(&cfg, "broker_port", "-5"), -1);
+	assert_int_equal(swiw_config_set(&cfg, "broker_port", "80x"), -1);
+	assert_int_equal(swiw_config_set(&cfg, "broker_port", ""), -1);
+	assert_int_equal(cfg.broker_port, 1);
+
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		cfg.connect_timeout_ms = 0;
+		assert_int_equal(
+			swiw_config_set(&cfg, "connect_timeout", good[i].v), 0);
+		assert_int_equal(cfg.connect_timeout_ms, good[i].ms);
+	}
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cfg.connect_timeout_ms = 42;
+		assert_int_equal(
+			swiw_config_set(&cfg, "connect_timeout", bad[i]), -1);
+		assert_int_equal(cfg.connect_timeout_ms, 42);
+	}
+
+	/* In a file, as a user writes them. */
+	swiw_config_defaults(&cfg);
+	assert_int_equal(
+		swiw_config_parse(&cfg,
+				  "broker_port = 9000\n"
+				  "connect_timeout = 30 # a slow peer\n",
+				  "t.conf", NULL),
+		0);
+	assert_int_equal(cfg.broker_port, 9000);
+	assert_int_equal(cfg.connect_timeout_ms, 30000);
+}
+
 static void test_iface_match(void **state)
 {
 	(void)state;
@@ -132,6 +192,7 @@ int main(void)
 		cmocka_unit_test(test_parse_keys),
 		cmocka_unit_test(test_parse_errors),
 		cmocka_unit_test(test_set),
+		cmocka_unit_test(test_broker_keys),
 		cmocka_unit_test(test_iface_match),
 	};
 

@@ -1,0 +1,561 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * The broker's clients: one session per process (a control socket and an
+ * event socket), the QPs each registers, and the table of QP numbers.
+ *
+ * QP numbers: 24 bits, never 0 or 1, unique in the namespace. A cursor
+ * that starts at a random point and only moves forward hands them out, so
+ * a number comes back only after the other sixteen million have been
+ * used: a peer that still remembers a released QP cannot reach its
+ * successor by accident, and a restarted broker is unlikely to repeat
+ * the numbers of its predecessor.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "swiw_broker_daemon.h"
+
+/* Control messages a session may send per wake-up: fairness. */
+#define SESSION_BATCH 32
+
+/* --- the QP table ------------------------------------------------------- */
+
+int brk_qp_table_init(struct brk *b)
+{
+	uint32_t r = 0;
+
+	b->qp_hash_size = 1024;
+	b->qp_hash = calloc(b->qp_hash_size, sizeof(*b->qp_hash));
+	if (!b->qp_hash)
+		return ENOMEM;
+	if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != sizeof(r))
+		r = (uint32_t)getpid() * 2654435761u ^ (uint32_t)brk_now();
+	b->qpn_cursor = SWIW_BROKER_QPN_MIN +
+			r % (SWIW_BROKER_QPN_MAX - SWIW_BROKER_QPN_MIN + 1);
+	return 0;
+}
+
+void brk_qp_table_free(struct brk *b)
+{
+	free(b->qp_hash);
+	b->qp_hash = NULL;
+}
+
+static unsigned int qp_slot(const struct brk *b, uint32_t qpn)
+{
+	return qpn & (b->qp_hash_size - 1);
+}
+
+struct brk_qp *brk_qp_find(struct brk *b, uint32_t qpn)
+{
+	struct brk_qp *q;
+
+	for (q = b->qp_hash[qp_slot(b, qpn)]; q; q = q->hnext)
+		if (q->qpn == qpn)
+			return q;
+	return NULL;
+}
+
+/* Doubles the table when it is fuller than one QP a slot. */
+static void qp_table_grow(struct brk *b)
+{
+	unsigned int old = b->qp_hash_size, i;
+	struct brk_qp **from = b->qp_hash, *q, *n;
+
+	if (b->nqps < old || old >= (1u << 22))
+		return;
+	b->qp_hash = calloc(old * 2, sizeof(*b->qp_hash));
+	if (!b->qp_hash) {
+		b->qp_hash = from; /* longer chains, still correct */
+		return;
+	}
+	b->qp_hash_size = old * 2;
+	for (i = 0; i < old; i++) {
+		for (q = from[i]; q; q = n) {
+			n = q->hnext;
+			q->hnext = b->qp_hash[qp_slot(b, q->qpn)];
+			b->qp_hash[qp_slot(b, q->qpn)] = q;
+		}
+	}
+	free(from);
+}
+
+static uint32_t qpn_next(uint32_t q)
+{
+	return q >= SWIW_BROKER_QPN_MAX ? SWIW_BROKER_QPN_MIN : q + 1;
+}
+
+static int qp_alloc(struct brk *b, struct brk_session *s, uint32_t *qpn)
+{
+	struct brk_qp *q;
+	uint32_t n;
+
+	if (s->nqps >= b->o.max_session_qps || b->nqps >= b->o.max_qps)
+		return ENOSPC;
+	q = calloc(1, sizeof(*q));
+	if (!q)
+		return ENOMEM;
+	/* max_qps is far below 2^24: a free number is always near. */
+	do {
+		n = b->qpn_cursor;
+		b->qpn_cursor = qpn_next(n);
+	} while (brk_qp_find(b, n));
+	q->qpn = n;
+	q->state = BRK_QP_REGISTERED;
+	q->s = s;
+	q->hnext = b->qp_hash[qp_slot(b, n)];
+	b->qp_hash[qp_slot(b, n)] = q;
+	q->snext = s->qps;
+	if (s->qps)
+		s->qps->sprev = q;
+	s->qps = q;
+	s->nqps++;
+	b->nqps++;
+	qp_table_grow(b);
+	*qpn = n;
+	return 0;
+}
+
+/* Unlinks and frees @q; the caller settles connections held for it. */
+static void qp_remove(struct brk *b, struct brk_qp *q)
+{
+	struct brk_qp **pp = &b->qp_hash[qp_slot(b, q->qpn)];
+	struct brk_session *s = q->s;
+
+	while (*pp != q)
+		pp = &(*pp)->hnext;
+	*pp = q->hnext;
+	if (q->sprev)
+		q->sprev->snext = q->snext;
+	else
+		s->qps = q->snext;
+	if (q->snext)
+		q->snext->sprev = q->sprev;
+	s->nqps--;
+	b->nqps--;
+	free(q);
+}
+
+/* --- sessions ----------------------------------------------------------- */
+
+void brk_unix_accept(struct brk *b)
+{
+	struct brk_session *s;
+	struct ucred cred;
+	socklen_t cl;
+	int fd, i;
+
+	for (i = 0; i < 64; i++) {
+		fd = accept4(b->unix_fd, NULL, NULL,
+			     SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno == EMFILE || errno == ENFILE ||
+			    errno == ENOBUFS || errno == ENOMEM) {
+				brk_log(BRK_LOG_WARN,
+					"cannot accept a client: %s; pausing",
+					strerror(errno));
+				brk_pause_listeners(b);
+			}
+			return;
+		}
+		if (b->nsessions >= b->o.max_sessions) {
+			brk_log(BRK_LOG_WARN,
+				"%u clients already; refusing another",
+				b->nsessions);
+			close(fd);
+			continue;
+		}
+		s = calloc(1, sizeof(*s));
+		if (!s) {
+			close(fd);
+			continue;
+		}
+		s->ctl_ev.kind = BRK_SESSION_CTL;
+		s->evt_ev.kind = BRK_SESSION_EVT;
+		s->ctl = fd;
+		s->evt = -1;
+		s->id = ++b->next_session_id;
+		cl = sizeof(cred);
+		if (!getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl)) {
+			s->pid = cred.pid;
+			s->uid = cred.uid;
+		}
+		s->hello_deadline = brk_now() + b->o.hello_ms;
+		if (brk_epoll_add(b, fd, EPOLLIN, &s->ctl_ev)) {
+			close(fd);
+			free(s);
+			continue;
+		}
+		s->next = b->sessions;
+		if (b->sessions)
+			b->sessions->prev = s;
+		b->sessions = s;
+		b->nsessions++;
+	}
+}
+
+void brk_session_close(struct brk *b, struct brk_session *s)
+{
+	struct brk_conn *c;
+	uint32_t qpn;
+
+	if (s->dead)
+		return;
+	s->dead = true;
+	brk_epoll_del(b, s->ctl);
+	close(s->ctl);
+	if (s->evt >= 0) {
+		brk_epoll_del(b, s->evt);
+		close(s->evt);
+	}
+	if (s->prev)
+		s->prev->next = s->next;
+	else
+		b->sessions = s->next;
+	if (s->next)
+		s->next->prev = s->prev;
+	b->nsessions--;
+	s->next = b->dead_sessions;
+	b->dead_sessions = s;
+	if (s->nqps || s->outq)
+		brk_log(BRK_LOG_INFO,
+			"client %u (pid %d) gone: dropping its %u QPs", s->id,
+			(int)s->pid, s->nqps);
+	else
+		brk_log(BRK_LOG_DEBUG, "client %u (pid %d) gone", s->id,
+			(int)s->pid);
+	/* Its QPs are gone: what waited for them is refused. */
+	while ((c = s->outq)) {
+		s->outq = c->qnext;
+		c->qs = NULL;
+		c->state = BRK_C_HELD;
+		brk_conn_reject(b, c, SWIW_BROKER_R_UNKNOWN_QPN);
+	}
+	s->outq_tail = NULL;
+	while (s->qps) {
+		qpn = s->qps->qpn;
+		qp_remove(b, s->qps);
+		brk_conns_settle(b, qpn);
+	}
+}
+
+void brk_session_timeouts(struct brk *b, uint64_t now, uint64_t *next)
+{
+	struct brk_session *s, *n;
+
+	for (s = b->sessions; s; s = n) {
+		n = s->next;
+		if (s->evt >= 0)
+			continue;
+		if (now >= s->hello_deadline) {
+			brk_log(BRK_LOG_WARN,
+				"client pid %d sent no HELLO; closed",
+				(int)s->pid);
+			brk_session_close(b, s);
+		} else if (s->hello_deadline < *next) {
+			*next = s->hello_deadline;
+		}
+	}
+}
+
+static void bp_addr_put(struct swiw_bp_addr *a, const struct swiw_bp_addr *from)
+{
+	memcpy(a, from, sizeof(*a));
+}
+
+int brk_session_send_conn(struct brk *b, struct brk_session *s,
+			  struct brk_conn *c)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} ctrl;
+	struct swiw_bp_conn m;
+	struct iovec iov = { .iov_base = &m, .iov_len = sizeof(m) };
+	struct msghdr mh = { .msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = ctrl.buf,
+			     .msg_controllen = sizeof(ctrl.buf) };
+	struct cmsghdr *cm;
+
+	(void)b;
+	memset(&m, 0, sizeof(m));
+	m.hdr.type = SWIW_BP_CONN;
+	m.hdr.len = sizeof(m);
+	m.qpn = c->pd.dst_qpn;
+	m.peer_qpn = c->pd.src_qpn;
+	m.nonce_hi = (uint32_t)(c->pd.nonce >> 32);
+	m.nonce_lo = (uint32_t)c->pd.nonce;
+	bp_addr_put(&m.peer, &c->peer_addr);
+	bp_addr_put(&m.local, &c->local_addr);
+	m.req_len = c->got;
+	memcpy(m.req, c->req, c->got);
+	memset(&ctrl, 0, sizeof(ctrl));
+	cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &c->fd, sizeof(int));
+	if (sendmsg(s->evt, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) ==
+	    (ssize_t)sizeof(m))
+		return 0;
+	if (errno == EAGAIN || errno == ENOBUFS || errno == ETOOMANYREFS)
+		return EAGAIN;
+	return errno ? errno : EIO;
+}
+
+/* Sends a reply; a client that cannot take one is dropped. */
+static void reply(struct brk *b, struct brk_session *s, void *msg, size_t len,
+		  const struct swiw_bp_hdr *req, int status)
+{
+	struct swiw_bp_hdr *h = msg;
+
+	h->type = req->type;
+	h->len = (uint16_t)len;
+	h->seq = req->seq;
+	h->status = status;
+	if (send(s->ctl, msg, len, MSG_DONTWAIT | MSG_NOSIGNAL) !=
+	    (ssize_t)len) {
+		brk_log(BRK_LOG_WARN, "client %u (pid %d) takes no reply: %s",
+			s->id, (int)s->pid, strerror(errno));
+		brk_session_close(b, s);
+	}
+}
+
+static void protocol_error(struct brk *b, struct brk_session *s,
+			   const char *what)
+{
+	brk_log(BRK_LOG_WARN, "client %u (pid %d): %s; closed", s->id,
+		(int)s->pid, what);
+	brk_session_close(b, s);
+}
+
+static bool evt_socket_ok(int fd)
+{
+	int v = 0;
+	socklen_t l = sizeof(v);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &v, &l) || v != AF_UNIX)
+		return false;
+	l = sizeof(v);
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &v, &l) || v != SOCK_SEQPACKET)
+		return false;
+	return true;
+}
+
+static void do_hello(struct brk *b, struct brk_session *s,
+		     const struct swiw_bp_hello *req, size_t len, int *fds,
+		     int nfds)
+{
+	struct swiw_bp_hello rep;
+
+	if (s->evt >= 0 || len < sizeof(*req) || nfds != 1 ||
+	    !evt_socket_ok(fds[0])) {
+		protocol_error(b, s, "bad HELLO");
+		return;
+	}
+	memset(&rep, 0, sizeof(rep));
+	rep.version = SWIW_BP_VERSION;
+	rep.pid = (uint32_t)getpid();
+	rep.port = b->o.port;
+	if (req->version != SWIW_BP_VERSION) {
+		brk_log(BRK_LOG_WARN,
+			"client pid %d speaks protocol version %u, not %u; closed",
+			(int)s->pid, req->version, SWIW_BP_VERSION);
+		reply(b, s, &rep, sizeof(rep), &req->hdr, EPROTONOSUPPORT);
+		brk_session_close(b, s);
+		return;
+	}
+	s->evt = fds[0];
+	fds[0] = -1;
+	fcntl(s->evt, F_SETFL, fcntl(s->evt, F_GETFL) | O_NONBLOCK);
+	if (brk_epoll_add(b, s->evt, EPOLLRDHUP, &s->evt_ev)) {
+		close(s->evt);
+		s->evt = -1;
+		brk_session_close(b, s);
+		return;
+	}
+	brk_log(BRK_LOG_DEBUG, "client %u: pid %d uid %u", s->id, (int)s->pid,
+		(unsigned int)s->uid);
+	reply(b, s, &rep, sizeof(rep), &req->hdr, 0);
+}
+
+/* The QP @qpn if @s owns it; else NULL and *@err ENOENT or EPERM. */
+static struct brk_qp *owned_qp(struct brk *b, struct brk_session *s,
+			       uint32_t qpn, int *err)
+{
+	struct brk_qp *q = brk_qp_find(b, qpn);
+
+	if (!q) {
+		*err = ENOENT;
+		return NULL;
+	}
+	if (q->s != s) {
+		*err = EPERM;
+		return NULL;
+	}
+	return q;
+}
+
+static void do_qp(struct brk *b, struct brk_session *s, const void *msg,
+		  size_t len)
+{
+	const struct swiw_bp_hdr *h = msg;
+	const struct swiw_bp_qp *rq = msg;
+	const struct swiw_bp_expect *ex = msg;
+	struct swiw_bp_qp rep;
+	struct brk_qp *q;
+	int err = 0;
+
+	memset(&rep, 0, sizeof(rep));
+	switch (h->type) {
+	case SWIW_BP_QP_ALLOC:
+		err = qp_alloc(b, s, &rep.qpn);
+		if (!err)
+			brk_log(BRK_LOG_DEBUG, "client %u: QP %u", s->id,
+				rep.qpn);
+		reply(b, s, &rep, sizeof(rep), h, err);
+		return;
+	case SWIW_BP_QP_FREE:
+		if (len < sizeof(*rq))
+			break;
+		q = owned_qp(b, s, rq->qpn, &err);
+		if (q) {
+			qp_remove(b, q);
+			brk_conns_settle(b, rq->qpn);
+		}
+		reply(b, s, &rep, sizeof(rep.hdr), h, err);
+		return;
+	case SWIW_BP_UNEXPECT:
+		if (len < sizeof(*rq))
+			break;
+		q = owned_qp(b, s, rq->qpn, &err);
+		if (q)
+			q->state = BRK_QP_REGISTERED;
+		reply(b, s, &rep, sizeof(rep.hdr), h, err);
+		return;
+	case SWIW_BP_EXPECT:
+		if (len < sizeof(*ex))
+			break;
+		q = owned_qp(b, s, ex->qpn, &err);
+		if (q && (ex->peer_qpn > SWIW_BROKER_QPN_MAX ||
+			  (ex->role != SWIW_BROKER_INITIATOR &&
+			   ex->role != SWIW_BROKER_RESPONDER)))
+			err = EINVAL;
+		if (!err) {
+			memcpy(q->peer_gid, ex->peer_gid, 16);
+			q->peer_qpn = ex->peer_qpn;
+			q->state = ex->role == SWIW_BROKER_INITIATOR ?
+					   BRK_QP_INITIATOR :
+					   BRK_QP_RESPONDER;
+		}
+		reply(b, s, &rep, sizeof(rep.hdr), h, err);
+		/* Connections held for it can be settled now. */
+		if (!err && !s->dead)
+			brk_conns_settle(b, ex->qpn);
+		return;
+	}
+	protocol_error(b, s, "short request");
+}
+
+static void session_msg(struct brk *b, struct brk_session *s, const void *msg,
+			size_t len, int *fds, int nfds)
+{
+	const struct swiw_bp_hdr *h = msg;
+
+	if (h->type == SWIW_BP_HELLO) {
+		do_hello(b, s, msg, len, fds, nfds);
+		return;
+	}
+	if (nfds || s->evt < 0) {
+		protocol_error(b, s,
+			       nfds ? "descriptor with a request" :
+				      "request before HELLO");
+		return;
+	}
+	switch (h->type) {
+	case SWIW_BP_QP_ALLOC:
+	case SWIW_BP_QP_FREE:
+	case SWIW_BP_EXPECT:
+	case SWIW_BP_UNEXPECT:
+		do_qp(b, s, msg, len);
+		return;
+	default:
+		protocol_error(b, s, "unknown request");
+	}
+}
+
+void brk_session_ctl(struct brk *b, struct brk_session *s, uint32_t events)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * 4)];
+		struct cmsghdr align;
+	} ctrl;
+	union {
+		struct swiw_bp_hdr hdr;
+		uint8_t raw[SWIW_BP_MSG_MAX];
+	} m;
+	struct iovec iov = { .iov_base = &m, .iov_len = sizeof(m) };
+	struct msghdr mh;
+	struct cmsghdr *cm;
+	int fds[4], nfds, i, k, n_in;
+	ssize_t n;
+
+	(void)events;
+	for (i = 0; i < SESSION_BATCH && !s->dead; i++) {
+		memset(&mh, 0, sizeof(mh));
+		mh.msg_iov = &iov;
+		mh.msg_iovlen = 1;
+		mh.msg_control = ctrl.buf;
+		mh.msg_controllen = sizeof(ctrl.buf);
+		n = recvmsg(s->ctl, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+		if (n < 0 && errno == EAGAIN)
+			return;
+		if (n <= 0) {
+			brk_session_close(b, s);
+			return;
+		}
+		nfds = 0;
+		for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+			if (cm->cmsg_level != SOL_SOCKET ||
+			    cm->cmsg_type != SCM_RIGHTS)
+				continue;
+			n_in = (int)((cm->cmsg_len - CMSG_LEN(0)) /
+				     sizeof(int));
+			for (k = 0; k < n_in; k++) {
+				int fd;
+
+				memcpy(&fd, CMSG_DATA(cm) + k * sizeof(int),
+				       sizeof(int));
+				if (nfds < 4)
+					fds[nfds++] = fd;
+				else
+					close(fd);
+			}
+		}
+		if ((mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
+		    (size_t)n < sizeof(m.hdr) || m.hdr.len != n)
+			protocol_error(b, s, "malformed message");
+		else
+			session_msg(b, s, &m, (size_t)n, fds, nfds);
+		for (k = 0; k < nfds; k++)
+			if (fds[k] >= 0)
+				close(fds[k]);
+	}
+}
+
+void brk_session_evt(struct brk *b, struct brk_session *s, uint32_t events)
+{
+	if (events & (EPOLLHUP | EPOLLERR | EPOLLRDHUP)) {
+		brk_session_close(b, s);
+		return;
+	}
+	if (events & EPOLLOUT)
+		brk_conns_flush(b, s);
+}
