@@ -133,6 +133,11 @@ struct swiw_qp {
 	uint8_t ird, ord; /* max_dest_rd_atomic, max_rd_atomic */
 	int access; /* qp_access_flags */
 	uint32_t sq_psn, rq_psn;
+	/* In-process engine: the attached stream (under the engine lock),
+	 * and the doorbell arm: set by the engine when it found the SQ
+	 * empty, exchanged to 0 by post_send, which then rings. */
+	struct swiw_stream *stream;
+	int sq_armed;
 };
 
 struct swiw_comp_channel {
@@ -233,12 +238,46 @@ int swiw_rq_post(struct swiw_rq *rq, struct ibv_recv_wr *wr,
 /* swiw_engine.c: the in-process engine's side of the rings */
 int swiw_engine_cq_push(struct swiw_cq *cq, const struct swiw_cqe *cqe);
 void swiw_engine_flush_qp(struct swiw_qp *qp);
+void swiw_engine_flush_qp_locked(struct swiw_qp *qp);
 void swiw_engine_reset_qp(struct swiw_qp *qp);
+void swiw_engine_sq_posted(struct swiw_qp *qp);
+
+/*
+ * Hands the connected TCP socket @fd to the engine for @qp: MPA setup as
+ * @role with @cfg (NULL: swiw_mpa_cfg_init()'s defaults) and the QP's
+ * IRD/ORD, then FPDUs. Returns 0 (the engine owns @fd from then on and
+ * reports a failure of the setup as a QP in error with
+ * IBV_EVENT_QP_FATAL) or a positive errno (the caller keeps @fd).
+ */
+struct swiw_mpa_cfg;
+int swiw_engine_attach(struct swiw_qp *qp, int fd, int role,
+		       const struct swiw_mpa_cfg *cfg);
 
 /* swiw_mem.c: STags and memory checks */
 int swiw_stag_alloc(struct swiw_mr *mr);
 void swiw_stag_free(struct swiw_mr *mr);
 int swiw_mem_check_range(const void *addr, size_t len, bool need_write);
+
+/* A registered region as the engine saw it at lookup time. */
+struct swiw_mem_ref {
+	uint8_t *addr; /* process address of iova */
+	uint64_t iova;
+	uint64_t len;
+	int access; /* IBV_ACCESS_* */
+	struct ibv_pd *pd;
+	uint32_t stag;
+};
+
+enum swiw_mem_err {
+	SWIW_MEM_INVALID = 1, /* no such STag, or the key does not match */
+	SWIW_MEM_NOT_ASSOC, /* another PD's */
+	SWIW_MEM_ACCESS, /* a right is missing */
+	SWIW_MEM_WRAP, /* the range wraps past 2^64 */
+	SWIW_MEM_BOUNDS, /* outside the region */
+};
+
+int swiw_mem_lookup(uint32_t stag, const struct ibv_pd *pd, int need,
+		    uint64_t to, uint64_t len, struct swiw_mem_ref *ref);
 
 /* swiw_event.c: async events and completion channels */
 int swiw_events_open(struct swiw_context *ctx);

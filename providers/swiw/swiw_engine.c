@@ -4,14 +4,170 @@
  * requests from send and receive queues and produces completions, exactly
  * as the kernel helper does from the other side of /dev/swiw.
  *
- * Locking: a QP's queues are consumed under its state_lock; a CQ, fed by
- * many QPs, is produced into under its eng_lock.
+ * ENGINE LOCK
+ * One mutex, eng_lock, serialises the whole engine: the progress thread
+ * holds it while it handles the events of one epoll_wait() (MPA, TX, RX,
+ * completions, errors) and drops it only to wait; the provider takes it
+ * in the few engine entry points it calls (attach, flush, reset, detach),
+ * never on the post or poll path. Everything engine-owned is under it:
+ * every stream, the consumer views of SQ/RQ/SRQ rings (sq_eng, rq->eng),
+ * the stream list and the graveyard. Lock order: a QP's state_lock, then
+ * eng_lock, then a CQ's eng_lock and the STag table's lock; the engine
+ * never takes a state_lock (it moves a QP to error with an atomic store).
+ * Functions that need it call swiw_eng_assert_held() on entry.
+ *
+ * PROGRESS THREAD
+ * Started with the first stream, one per process: epoll over the stream
+ * sockets and an eventfd doorbell. After any work it keeps polling
+ * (epoll_wait with no timeout, and the send queues) for SWIW_ENG_SPIN_NS
+ * before it sleeps, since a blocking wake-up costs 25-30 us here. A
+ * stream is freed only by this thread, after the epoll_wait() that could
+ * still name it has been handled (the graveyard), so an event never
+ * points at freed memory.
+ *
+ * A CQ, fed by many QPs and also reached by resize_cq, is produced into
+ * under its own eng_lock.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "swiw.h"
+#include "swiw_stream.h"
+
+#define SWIW_ENG_SPIN_NS 50000
+
+static pthread_mutex_t eng_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned long eng_owner; /* pthread_self() of the holder, or 0 */
+static bool eng_started;
+static int eng_epfd = -1, eng_evfd = -1;
+static pthread_t eng_thread;
+static char doorbell_tag;
+
+void swiw_eng_lock(void)
+{
+	pthread_mutex_lock(&eng_lock);
+	__atomic_store_n(&eng_owner, (unsigned long)pthread_self(),
+			 __ATOMIC_RELAXED);
+}
+
+void swiw_eng_unlock(void)
+{
+	__atomic_store_n(&eng_owner, 0, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&eng_lock);
+}
+
+void swiw_eng_assert_held(void)
+{
+	if (__atomic_load_n(&eng_owner, __ATOMIC_RELAXED) !=
+	    (unsigned long)pthread_self()) {
+		swiw_err("engine lock not held");
+		abort();
+	}
+}
+
+void swiw_eng_doorbell(void)
+{
+	uint64_t one = 1;
+	int fd = __atomic_load_n(&eng_evfd, __ATOMIC_ACQUIRE);
+
+	if (fd >= 0 && write(fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		swiw_warn("engine doorbell: %s", strerror(errno));
+}
+
+/* post_send published work: ring if the engine may have gone idle. */
+void swiw_engine_sq_posted(struct swiw_qp *qp)
+{
+	if (__atomic_exchange_n(&qp->sq_armed, 0, __ATOMIC_SEQ_CST))
+		swiw_eng_doorbell();
+}
+
+int swiw_eng_epoll_ctl(int op, int fd, uint32_t events, void *ptr)
+{
+	struct epoll_event ev = { .events = events, .data.ptr = ptr };
+
+	swiw_eng_assert_held();
+	return epoll_ctl(eng_epfd, op, fd, &ev) ? errno : 0;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void *eng_main(void *arg)
+{
+	struct epoll_event evs[64];
+	uint64_t spin_until = 0;
+	int i, n;
+
+	(void)arg;
+	for (;;) {
+		bool work;
+
+		n = epoll_wait(eng_epfd, evs, 64,
+			       now_ns() < spin_until ? 0 : -1);
+		swiw_eng_lock();
+		work = n > 0;
+		for (i = 0; i < n; i++) {
+			if (evs[i].data.ptr == &doorbell_tag) {
+				uint64_t v;
+
+				if (read(eng_evfd, &v, sizeof(v)) < 0)
+					(void)0; /* EAGAIN: already drained */
+				continue;
+			}
+			swiw_stream_event(evs[i].data.ptr, evs[i].events);
+		}
+		if (swiw_streams_pump_all())
+			work = true;
+		swiw_streams_reap();
+		swiw_eng_unlock();
+		if (work)
+			spin_until = now_ns() + SWIW_ENG_SPIN_NS;
+	}
+	return NULL;
+}
+
+/* Starts the progress thread once; under the engine lock. */
+int swiw_eng_start(void)
+{
+	struct epoll_event ev = { .events = EPOLLIN,
+				  .data.ptr = &doorbell_tag };
+	int err;
+
+	swiw_eng_assert_held();
+	if (eng_started)
+		return 0;
+	eng_epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (eng_epfd < 0)
+		return errno;
+	eng_evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (eng_evfd < 0 || epoll_ctl(eng_epfd, EPOLL_CTL_ADD, eng_evfd, &ev))
+		goto fail;
+	err = pthread_create(&eng_thread, NULL, eng_main, NULL);
+	if (err) {
+		errno = err;
+		goto fail;
+	}
+	pthread_detach(eng_thread);
+	eng_started = true;
+	return 0;
+fail:
+	err = errno;
+	if (eng_evfd >= 0)
+		close(eng_evfd);
+	close(eng_epfd);
+	eng_evfd = eng_epfd = -1;
+	return err;
+}
 
 /*
  * Completion-channel event, when the CQ was armed for this completion:
@@ -58,8 +214,14 @@ int swiw_engine_cq_push(struct swiw_cq *cq, const struct swiw_cqe *cqe)
 		pthread_mutex_unlock(&cq->eng_lock);
 		return -ENOSPC;
 	}
-	memcpy(slot, cqe, sizeof(*slot));
-	slot->flags = 0;
+	/* All but the flags byte, which poll_cq may be reading: only
+	 * swiw_ring_publish() writes it, atomically. */
+	_Static_assert(offsetof(struct swiw_cqe, flags) == 8,
+		       "CQE flags follow the id");
+	memcpy(slot, cqe, offsetof(struct swiw_cqe, flags));
+	memcpy((uint8_t *)slot + offsetof(struct swiw_cqe, flags) + 1,
+	       (const uint8_t *)cqe + offsetof(struct swiw_cqe, flags) + 1,
+	       sizeof(*slot) - offsetof(struct swiw_cqe, flags) - 1);
 	swiw_ring_publish(&cq->eng, slot, cqe->flags & ~SWIW_CQE_VALID);
 	cq_notify(cq, cqe);
 	pthread_mutex_unlock(&cq->eng_lock);
@@ -67,12 +229,13 @@ int swiw_engine_cq_push(struct swiw_cq *cq, const struct swiw_cqe *cqe)
 }
 
 /* Every SQE and (own) RQE still queued completes with WR_FLUSH_ERR. */
-void swiw_engine_flush_qp(struct swiw_qp *qp)
+void swiw_engine_flush_qp_locked(struct swiw_qp *qp)
 {
 	uint32_t qpn = qp->vqp.qp.qp_num;
 	struct swiw_cqe e;
 	void *slot;
 
+	swiw_eng_assert_held();
 	while ((slot = swiw_ring_cons_slot(&qp->sq_eng))) {
 		const struct swiw_sqe *sqe = slot;
 
@@ -100,15 +263,30 @@ void swiw_engine_flush_qp(struct swiw_qp *qp)
 	}
 }
 
+/*
+ * The QP went to error (modify_qp, or a post to a QP in error): the
+ * stream stops, and everything outstanding completes flushed, once.
+ */
+void swiw_engine_flush_qp(struct swiw_qp *qp)
+{
+	swiw_eng_lock();
+	swiw_stream_qp_error(qp);
+	swiw_engine_flush_qp_locked(qp);
+	swiw_eng_unlock();
+}
+
 /* RESET and destroy: queued work requests are dropped, not completed. */
 void swiw_engine_reset_qp(struct swiw_qp *qp)
 {
 	void *slot;
 
+	swiw_eng_lock();
+	swiw_stream_detach(qp);
+
 	while ((slot = swiw_ring_cons_slot(&qp->sq_eng)))
 		swiw_ring_release(&qp->sq_eng, slot);
-	if (qp->srq)
-		return;
-	while ((slot = swiw_ring_cons_slot(&qp->rq->eng)))
-		swiw_ring_release(&qp->rq->eng, slot);
+	if (!qp->srq)
+		while ((slot = swiw_ring_cons_slot(&qp->rq->eng)))
+			swiw_ring_release(&qp->rq->eng, slot);
+	swiw_eng_unlock();
 }

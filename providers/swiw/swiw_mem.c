@@ -117,3 +117,51 @@ int swiw_mem_check_range(const void *addr, size_t len, bool need_write)
 	fclose(f);
 	return covered >= end ? 0 : EFAULT;
 }
+
+/*
+ * The engine's view of an STag, as a remote access would use it: the key
+ * byte must match the slot's current key, the region must belong to
+ * @pd, carry every right in @need (IBV_ACCESS_* bits; 0 for a local
+ * read) and hold [@to, @to + @len) inside [iova, iova + length) (@pd
+ * NULL, @need 0, @len 0: that check is the caller's). The
+ * fields are copied under the table lock, so a concurrent deregistration
+ * cannot leave the caller with a freed MR. Returns 0, or the reason as
+ * an enum swiw_mem_err.
+ */
+int swiw_mem_lookup(uint32_t stag, const struct ibv_pd *pd, int need,
+		    uint64_t to, uint64_t len, struct swiw_mem_ref *ref)
+{
+	uint32_t idx = stag >> 8;
+	struct swiw_mr *mr;
+	uint64_t end;
+	int err = 0;
+
+	if (!idx || idx > SWIW_MAX_MR)
+		return SWIW_MEM_INVALID;
+	pthread_mutex_lock(&stag_lock);
+	mr = stag_table ? stag_table[idx] : NULL;
+	if (!mr || mr->stag != stag) {
+		err = SWIW_MEM_INVALID;
+	} else {
+		ref->addr = (uint8_t *)mr->vmr.ibv_mr.addr;
+		ref->iova = mr->iova;
+		ref->len = mr->vmr.ibv_mr.length;
+		ref->access = mr->access;
+		ref->pd = mr->vmr.ibv_mr.pd;
+		ref->stag = stag;
+	}
+	pthread_mutex_unlock(&stag_lock);
+	if (err)
+		return err;
+	if (pd && ref->pd != pd)
+		return SWIW_MEM_NOT_ASSOC;
+	if ((ref->access & need) != need)
+		return SWIW_MEM_ACCESS;
+	if (!len)
+		return 0; /* nothing to bound: the caller checks */
+	if (__builtin_add_overflow(to, len, &end))
+		return SWIW_MEM_WRAP;
+	if (to < ref->iova || end > ref->iova + ref->len)
+		return SWIW_MEM_BOUNDS;
+	return 0;
+}

@@ -7,10 +7,13 @@
  * posted work request completes exactly once.
  */
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "swiw.h"
+#include "swiw_mpa.h"
 
 static atomic_uint next_qpn_low;
 
@@ -215,6 +218,39 @@ static int check_attrs(struct swiw_qp *qp, const struct ibv_qp_attr *a,
 	return 0;
 }
 
+/*
+ * TEST-ONLY connection hook, until the broker connects QPs by modify_qp:
+ * SWIW_TEST_ATTACH="QPN:FD:ROLE[,...]" (ROLE i or r) hands the connected
+ * TCP socket FD to the engine when QP QPN (decimal) goes to RTS, as MPA
+ * initiator or responder. Read at that moment, so a test can set it
+ * (setenv) just before its modify_qp; without it nothing happens.
+ */
+static void test_attach(struct swiw_qp *qp)
+{
+	const char *v = getenv("SWIW_TEST_ATTACH");
+	unsigned long q;
+	int fd, err;
+	char role;
+
+	while (v && *v) {
+		if (sscanf(v, "%lu:%d:%c", &q, &fd, &role) == 3 &&
+		    q == qp->vqp.qp.qp_num) {
+			err = swiw_engine_attach(qp, fd,
+						 role == 'i' ?
+							 SWIW_MPA_INITIATOR :
+							 SWIW_MPA_RESPONDER,
+						 NULL);
+			if (err)
+				swiw_warn("test attach of QP %lu: %s", q,
+					  strerror(err));
+			return;
+		}
+		v = strchr(v, ',');
+		if (v)
+			v++;
+	}
+}
+
 int swiw_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 {
 	struct swiw_qp *qp = to_swiw_qp(ibqp);
@@ -222,7 +258,7 @@ int swiw_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 	int err;
 
 	pthread_mutex_lock(&qp->state_lock);
-	cur = qp->state;
+	cur = __atomic_load_n(&qp->state, __ATOMIC_ACQUIRE);
 	if ((mask & IBV_QP_CUR_STATE) && attr->cur_qp_state != cur) {
 		err = EINVAL;
 		goto out;
@@ -255,6 +291,8 @@ int swiw_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 		swiw_engine_flush_qp(qp);
 	else if (next == IBV_QPS_RESET)
 		swiw_engine_reset_qp(qp);
+	else if (next == IBV_QPS_RTS && cur != IBV_QPS_RTS)
+		test_attach(qp);
 out:
 	pthread_mutex_unlock(&qp->state_lock);
 	return err;
@@ -269,8 +307,8 @@ int swiw_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask,
 	memset(attr, 0, sizeof(*attr));
 	memset(init, 0, sizeof(*init));
 	pthread_mutex_lock(&qp->state_lock);
-	attr->qp_state = qp->state;
-	attr->cur_qp_state = qp->state;
+	attr->qp_state = __atomic_load_n(&qp->state, __ATOMIC_ACQUIRE);
+	attr->cur_qp_state = attr->qp_state;
 	attr->path_mtu = IBV_MTU_4096;
 	attr->qp_access_flags = qp->access;
 	attr->dest_qp_num = qp->dest_qpn;
@@ -336,7 +374,7 @@ static int sqe_opcode(enum ibv_wr_opcode op, uint8_t *out)
 
 /* Checks one work request and writes it into @sqe; 0 or a positive errno. */
 static int build_sqe(struct swiw_qp *qp, const struct ibv_send_wr *wr,
-		     struct swiw_sqe *sqe)
+		     struct swiw_sqe *sqe, uint16_t *flags_out)
 {
 	uint64_t total = 0;
 	uint16_t flags = 0;
@@ -359,7 +397,13 @@ static int build_sqe(struct swiw_qp *qp, const struct ibv_send_wr *wr,
 	     (wr->wr.atomic.remote_addr & 7)))
 		return EINVAL; /* RFC 7306: one aligned 64-bit operand */
 
-	memset(sqe, 0, SWIW_SQE_HDR_SIZE);
+	/*
+	 * Everything but the flags word, which the engine may be polling:
+	 * only swiw_ring_publish() writes it (atomically).
+	 */
+	sqe->id = 0;
+	memset((uint8_t *)sqe + offsetof(struct swiw_sqe, num_sge), 0,
+	       SWIW_SQE_HDR_SIZE - offsetof(struct swiw_sqe, num_sge));
 	sqe->id = wr->wr_id;
 	sqe->opcode = op;
 	switch (op) {
@@ -412,10 +456,11 @@ static int build_sqe(struct swiw_qp *qp, const struct ibv_send_wr *wr,
 		if ((uint32_t)wr->num_sge > qp->max_send_sge)
 			return EINVAL;
 		sqe->num_sge = (uint8_t)wr->num_sge;
-		memcpy(sqe + 1, wr->sg_list,
-		       (size_t)wr->num_sge * sizeof(struct swiw_sge));
+		if (wr->num_sge) /* sg_list may be NULL without SGEs */
+			memcpy(sqe + 1, wr->sg_list,
+			       (size_t)wr->num_sge * sizeof(struct swiw_sge));
 	}
-	sqe->flags = flags; /* without VALID: swiw_ring_publish sets it */
+	*flags_out = flags; /* without VALID: swiw_ring_publish sets it */
 	return 0;
 }
 
@@ -441,13 +486,13 @@ int swiw_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 			err = ENOMEM; /* the send queue is full */
 			break;
 		}
-		err = build_sqe(qp, wr, sqe);
+		err = build_sqe(qp, wr, sqe, &flags);
 		if (err)
 			break;
-		flags = sqe->flags;
 		swiw_ring_publish(&qp->sq, sqe, flags);
 	}
 	pthread_spin_unlock(&qp->sq_lock);
+	swiw_engine_sq_posted(qp);
 	if (err)
 		*bad_wr = wr;
 	/* Posted to a QP in error: they complete at once, flushed. */

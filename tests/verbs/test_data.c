@@ -1,0 +1,643 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Data transfer between two RC QPs of one process, connected by a real
+ * loopback TCP connection that the in-process engine runs MPA and FPDUs
+ * over. The connection is made with the provider's test-only hook
+ * (SWIW_TEST_ATTACH, see swiw_qp.c) until the broker connects QPs by
+ * modify_qp. Run through swiw-run.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <infiniband/verbs.h>
+
+#define BUF (2u << 20)
+#define MR_ACC                                              \
+	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
+	 IBV_ACCESS_REMOTE_READ)
+
+struct side {
+	struct ibv_cq *scq, *rcq;
+	struct ibv_qp *qp;
+	uint8_t *src, *dst;
+	struct ibv_mr *smr, *dmr;
+};
+
+struct fx {
+	struct ibv_device **list;
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct side a, b;
+};
+
+static struct ibv_qp *make_qp(struct fx *f, struct side *s)
+{
+	struct ibv_qp_init_attr a = {
+		.send_cq = s->scq,
+		.recv_cq = s->rcq,
+		.cap = { .max_send_wr = 256,
+			 .max_recv_wr = 256,
+			 .max_send_sge = 4,
+			 .max_recv_sge = 4,
+			 .max_inline_data = 128 },
+		.qp_type = IBV_QPT_RC,
+	};
+
+	return ibv_create_qp(f->pd, &a);
+}
+
+static int side_init(struct fx *f, struct side *s)
+{
+	s->scq = ibv_create_cq(f->ctx, 512, NULL, NULL, 0);
+	s->rcq = ibv_create_cq(f->ctx, 512, NULL, NULL, 0);
+	s->src = calloc(1, BUF);
+	s->dst = calloc(1, BUF);
+	if (!s->scq || !s->rcq || !s->src || !s->dst)
+		return -1;
+	s->smr = ibv_reg_mr(f->pd, s->src, BUF, MR_ACC);
+	s->dmr = ibv_reg_mr(f->pd, s->dst, BUF, MR_ACC);
+	s->qp = make_qp(f, s);
+	return s->smr && s->dmr && s->qp ? 0 : -1;
+}
+
+static int to_rts(struct ibv_qp *qp, uint32_t peer)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT,
+				 .port_num = 1,
+				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
+						    IBV_ACCESS_REMOTE_READ };
+
+	if (ibv_modify_qp(qp, &a,
+			  IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				  IBV_QP_ACCESS_FLAGS))
+		return -1;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.dest_qp_num = peer;
+	a.max_dest_rd_atomic = 16;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.port_num = 1;
+	a.ah_attr.grh.dgid.raw[10] = a.ah_attr.grh.dgid.raw[11] = 0xff;
+	a.ah_attr.grh.dgid.raw[12] = 127;
+	a.ah_attr.grh.dgid.raw[15] = 1;
+	if (ibv_modify_qp(qp, &a,
+			  IBV_QP_STATE | IBV_QP_AV | IBV_QP_DEST_QPN |
+				  IBV_QP_MAX_DEST_RD_ATOMIC))
+		return -1;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.max_rd_atomic = 16;
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+/* A connected loopback pair: @c connected, @d accepted. */
+static int tcp_pair(int *c, int *d)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t sl = sizeof(sa);
+	int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (l < 0 || bind(l, (struct sockaddr *)&sa, sizeof(sa)) ||
+	    listen(l, 1) || getsockname(l, (struct sockaddr *)&sa, &sl))
+		return -1;
+	*c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (*c < 0 || connect(*c, (struct sockaddr *)&sa, sizeof(sa)))
+		return -1;
+	*d = accept(l, NULL, NULL);
+	close(l);
+	return *d < 0 ? -1 : 0;
+}
+
+static int setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+	char env[128];
+	int i, c, d;
+
+	f->list = ibv_get_device_list(NULL);
+	for (i = 0; f->list && f->list[i]; i++)
+		if (!strcmp(ibv_get_device_name(f->list[i]), "swiw_lo"))
+			f->ctx = ibv_open_device(f->list[i]);
+	if (!f->ctx) {
+		fprintf(stderr, "no swiw_lo: run this test through swiw-run\n");
+		return -1;
+	}
+	f->pd = ibv_alloc_pd(f->ctx);
+	if (!f->pd || side_init(f, &f->a) || side_init(f, &f->b) ||
+	    tcp_pair(&c, &d))
+		return -1;
+	snprintf(env, sizeof(env), "%u:%d:i,%u:%d:r", f->a.qp->qp_num, c,
+		 f->b.qp->qp_num, d);
+	setenv("SWIW_TEST_ATTACH", env, 1);
+	if (to_rts(f->a.qp, f->b.qp->qp_num) ||
+	    to_rts(f->b.qp, f->a.qp->qp_num))
+		return -1;
+	unsetenv("SWIW_TEST_ATTACH");
+	fcntl(f->ctx->async_fd, F_SETFL,
+	      fcntl(f->ctx->async_fd, F_GETFL) | O_NONBLOCK);
+	*state = f;
+	return 0;
+}
+
+static void side_fini(struct side *s)
+{
+	if (s->qp)
+		ibv_destroy_qp(s->qp);
+	ibv_dereg_mr(s->smr);
+	ibv_dereg_mr(s->dmr);
+	ibv_destroy_cq(s->scq);
+	ibv_destroy_cq(s->rcq);
+	free(s->src);
+	free(s->dst);
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+
+	side_fini(&f->a);
+	side_fini(&f->b);
+	ibv_dealloc_pd(f->pd);
+	ibv_close_device(f->ctx);
+	ibv_free_device_list(f->list);
+	free(f);
+	return 0;
+}
+
+/* Polls until @n completions arrived (10 s at most); returns how many. */
+static int wait_cq(struct ibv_cq *cq, struct ibv_wc *wc, int n)
+{
+	struct timespec t0, t;
+	int got = 0, r;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (got < n) {
+		r = ibv_poll_cq(cq, n - got, wc + got);
+		assert_true(r >= 0);
+		got += r;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if (t.tv_sec - t0.tv_sec > 10)
+			break;
+	}
+	return got;
+}
+
+/* No more completions show up within @ms. */
+static void expect_none(struct ibv_cq *cq, int ms)
+{
+	struct ibv_wc wc;
+
+	usleep((useconds_t)ms * 1000);
+	assert_int_equal(ibv_poll_cq(cq, 1, &wc), 0);
+}
+
+static void fill(uint8_t *p, size_t n, unsigned int seed)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = (uint8_t)(i * 7 + seed + (i >> 8));
+}
+
+static void post_recv(struct side *s, uint64_t id, uint8_t *addr, uint32_t len)
+{
+	struct ibv_sge sge = { (uintptr_t)addr, len, s->dmr->lkey };
+	struct ibv_recv_wr wr = { .wr_id = id, .sg_list = &sge, .num_sge = 1 },
+			   *bad;
+
+	assert_int_equal(ibv_post_recv(s->qp, &wr, &bad), 0);
+}
+
+static void post(struct side *s, uint64_t id, enum ibv_wr_opcode op,
+		 struct ibv_sge *sge, int nsge, unsigned int flags,
+		 uint64_t raddr, uint32_t rkey, uint32_t imm)
+{
+	struct ibv_send_wr wr = { .wr_id = id,
+				  .sg_list = sge,
+				  .num_sge = nsge,
+				  .opcode = op,
+				  .send_flags = flags,
+				  .imm_data = imm },
+			   *bad;
+
+	wr.wr.rdma.remote_addr = raddr;
+	wr.wr.rdma.rkey = rkey;
+	assert_int_equal(ibv_post_send(s->qp, &wr, &bad), 0);
+}
+
+static void check_wc(const struct ibv_wc *wc, uint64_t id,
+		     enum ibv_wc_opcode op, uint32_t len)
+{
+	if (wc->status != IBV_WC_SUCCESS)
+		fprintf(stderr, "wr %llu: %s\n", (unsigned long long)wc->wr_id,
+			ibv_wc_status_str(wc->status));
+	assert_int_equal(wc->status, IBV_WC_SUCCESS);
+	assert_int_equal(wc->wr_id, id);
+	assert_int_equal(wc->opcode, op);
+	if (op & IBV_WC_RECV)
+		assert_int_equal(wc->byte_len, len);
+}
+
+static void test_send_sizes(void **state)
+{
+	static const uint32_t sizes[] = { 0, 1, 4096, 65536, 1u << 20 };
+	struct fx *f = *state;
+	struct ibv_wc wc;
+
+	for (unsigned int i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		uint32_t n = sizes[i];
+		struct ibv_sge sge = { (uintptr_t)f->a.src, n, f->a.smr->lkey };
+
+		fill(f->a.src, n, i);
+		memset(f->b.dst, 0, n + 16);
+		post_recv(&f->b, 100 + i, f->b.dst, BUF);
+		post(&f->a, i, IBV_WR_SEND, &sge, 1, IBV_SEND_SIGNALED, 0, 0,
+		     0);
+		assert_int_equal(wait_cq(f->a.scq, &wc, 1), 1);
+		check_wc(&wc, i, IBV_WC_SEND, n);
+		assert_int_equal(wait_cq(f->b.rcq, &wc, 1), 1);
+		check_wc(&wc, 100 + i, IBV_WC_RECV, n);
+		assert_int_equal(wc.qp_num, f->b.qp->qp_num);
+		assert_int_equal(wc.src_qp, f->a.qp->qp_num);
+		assert_false(wc.wc_flags & IBV_WC_WITH_IMM);
+		assert_memory_equal(f->b.dst, f->a.src, n);
+		assert_int_equal(f->b.dst[n], 0);
+	}
+}
+
+static void test_multi_sge_inline(void **state)
+{
+	struct fx *f = *state;
+	struct ibv_sge sge[3] = {
+		{ (uintptr_t)f->a.src, 1000, f->a.smr->lkey },
+		{ (uintptr_t)f->a.src + 5000, 3000, f->a.smr->lkey },
+		{ (uintptr_t)f->a.src + 9000, 7, f->a.smr->lkey },
+	};
+	struct ibv_sge rs[2] = {
+		{ (uintptr_t)f->b.dst, 2500, f->b.dmr->lkey },
+		{ (uintptr_t)f->b.dst + 10000, 5000, f->b.dmr->lkey },
+	};
+	struct ibv_recv_wr rwr = { .wr_id = 7, .sg_list = rs, .num_sge = 2 },
+			   *rbad;
+	struct ibv_wc wc;
+
+	fill(f->a.src, 20000, 3);
+	assert_int_equal(ibv_post_recv(f->b.qp, &rwr, &rbad), 0);
+	post(&f->a, 1, IBV_WR_SEND, sge, 3, IBV_SEND_SIGNALED, 0, 0, 0);
+	assert_int_equal(wait_cq(f->a.scq, &wc, 1), 1);
+	check_wc(&wc, 1, IBV_WC_SEND, 0);
+	assert_int_equal(wait_cq(f->b.rcq, &wc, 1), 1);
+	check_wc(&wc, 7, IBV_WC_RECV, 4007);
+	assert_memory_equal(f->b.dst, f->a.src, 1000);
+	assert_memory_equal(f->b.dst + 1000, f->a.src + 5000, 1500);
+	assert_memory_equal(f->b.dst + 10000, f->a.src + 6500, 1500);
+	assert_memory_equal(f->b.dst + 11500, f->a.src + 9000, 7);
+
+	/* Inline: the source may change once post_send returns. */
+	{
+		uint8_t tmp[100];
+		struct ibv_sge is = { (uintptr_t)tmp, sizeof(tmp), 0 };
+
+		fill(tmp, sizeof(tmp), 9);
+		post_recv(&f->b, 8, f->b.dst, 4096);
+		post(&f->a, 2, IBV_WR_SEND, &is, 1,
+		     IBV_SEND_SIGNALED | IBV_SEND_INLINE, 0, 0, 0);
+		memset(tmp, 0xee, sizeof(tmp));
+		assert_int_equal(wait_cq(f->a.scq, &wc, 1), 1);
+		check_wc(&wc, 2, IBV_WC_SEND, 0);
+		assert_int_equal(wait_cq(f->b.rcq, &wc, 1), 1);
+		check_wc(&wc, 8, IBV_WC_RECV, 100);
+		fill(tmp, sizeof(tmp), 9);
+		assert_memory_equal(f->b.dst, tmp, sizeof(tmp));
+	}
+}
+
+static void test_imm(void **state)
+{
+	struct fx *f = *state;
+	struct ibv_sge sge = { (uintptr_t)f->a.src, 4096, f->a.smr->lkey };
+	struct ibv_wc wc;
+
+	/* RFC 7306 Immediate Data is the whole message: no payload. */
+	post_recv(&f->b, 1, f->b.dst, 64);
+	post(&f->a, 1, IBV_WR_SEND_WITH_IMM, NULL, 0, IBV_SEND_SIGNALED, 0, 0,
+	     htonl(0x12345678));
+	assert_int_equal(wait_cq(f->a.scq, &wc, 1), 1);
+	check_wc(&wc, 1, IBV_WC_SEND, 0);
+	assert_int_equal(wait_cq(f->b.rcq, &wc, 1), 1);
+	check_wc(&wc, 1, IBV_WC_RECV, 0);
+	assert_true(wc.wc_flags & IBV_WC_WITH_IMM);
+	assert_int_equal(ntohl(wc.imm_data), 0x12345678);
+
+	fill(f->a.src, 4096, 5);
+	post_recv(&f->b, 2, f->b.dst, 64);
+	post(&f->a, 2, IBV_WR_RDMA_WRITE_WITH_IMM, &sge, 1, IBV_SEND_SIGNALED,
+	     (uintptr_t)f->b.dst + 8192, f->b.dmr->rkey, htonl(0xabcdef01));
+	assert_int_equal(wait_cq(f->a.scq, &wc, 1), 1);
+	check_wc(&wc, 2, IBV_WC_RDMA_WRITE, 0);
+	assert_int_equal(wait_cq(f->b.rcq, &wc, 1), 1);
+	check_wc(&wc, 2, IBV_WC_RECV_RDMA_WITH_IMM, 4096);
+	assert_true(wc.wc_flags & IBV_WC_WITH_IMM);
+	assert_int_equal(ntohl(wc.imm_data), 0xabcdef01);
+	assert_memory_equal(f->b.dst + 8192, f->a.src, 4096);
+}
+
+static void test_write_read(void **state)
+{
+	static const uint32_t sizes[] = { 1, 4096, 100003, 1u << 20 };
+	struct fx *f = *state;
+	struct ibv_wc wc;
+
+	for (unsigned int i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		uint32_t n = sizes[i];
+		struct ibv_sge ws = { (uintptr_t)f->a.src, n, f->a.smr->lkey };
+		struct ibv_sge rs = { (uintptr_t)f->a.dst + 3, n,
+				      f->a.dmr->lkey };
+
+		fill(f->a.src, n, i + 11);
+		memset(f->b.dst, 0, BUF);
+		memset(f->a.dst, 0, BUF);
+		post(&f->a, i, IBV_WR_RDMA_WRITE, &ws, 1, IBV_SEND_SIGNALED,
+		     (uintptr_t)f->b.dst + 5, f->b.dmr->rkey, 0);
+		assert_int_equal(wait_cq(f->a.scq, &wc, 1), 1);
+		check_wc(&wc, i, IBV_WC_RDMA_WRITE, 0);
+		/* Read it back: it arrived before the READ is answered. */
+		post(&f->a, 10 + i, IBV_WR_RDMA_READ, &rs, 1, IBV_SEND_SIGNALED,
+		     (uintptr_t)f->b.dst + 5, f->b.dmr->rkey, 0);
+		assert_int_equal(wait_cq(f->a.scq, &wc, 1), 1);
+		check_wc(&wc, 10 + i, IBV_WC_RDMA_READ, 0);
+		assert_memory_equal(f->b.dst + 5, f->a.src, n);
+		assert_memory_equal(f->a.dst + 3, f->a.src, n);
+		assert_int_equal(f->b.dst[4], 0);
+		assert_int_equal(f->b.dst[5 + n], 0);
+	}
+	expect_none(f->b.rcq, 10);
+}
+
+static void test_many_reads(void **state)
+{
+	struct fx *f = *state;
+	struct ibv_wc wc[64];
+	int i;
+
+	fill(f->b.src, 64 * 4096, 21);
+	for (i = 0; i < 64; i++) {
+		struct ibv_sge rs = { (uintptr_t)f->a.dst + i * 4096u, 4096,
+				      f->a.dmr->lkey };
+
+		post(&f->a, (uint64_t)i, IBV_WR_RDMA_READ, &rs, 1,
+		     IBV_SEND_SIGNALED, (uintptr_t)f->b.src + (63 - i) * 4096u,
+		     f->b.smr->rkey, 0);
+	}
+	assert_int_equal(wait_cq(f->a.scq, wc, 64), 64);
+	for (i = 0; i < 64; i++) {
+		check_wc(&wc[i], (uint64_t)i, IBV_WC_RDMA_READ, 0);
+		assert_memory_equal(f->a.dst + i * 4096u,
+				    f->b.src + (63 - i) * 4096u, 4096);
+	}
+}
+
+static void test_unsignaled(void **state)
+{
+	struct fx *f = *state;
+	struct ibv_sge sge = { (uintptr_t)f->a.src, 64, f->a.smr->lkey };
+	struct ibv_wc wc[11];
+	int i;
+
+	for (i = 0; i < 11; i++)
+		post_recv(&f->b, (uint64_t)i, f->b.dst + i * 64u, 64);
+	for (i = 0; i < 11; i++)
+		post(&f->a, (uint64_t)i, IBV_WR_SEND, &sge, 1,
+		     i == 10 ? IBV_SEND_SIGNALED : 0, 0, 0, 0);
+	assert_int_equal(wait_cq(f->a.scq, wc, 1), 1);
+	check_wc(&wc[0], 10, IBV_WC_SEND, 0);
+	assert_int_equal(wait_cq(f->b.rcq, wc, 11), 11);
+	for (i = 0; i < 11; i++)
+		check_wc(&wc[i], (uint64_t)i, IBV_WC_RECV, 64);
+	expect_none(f->a.scq, 10);
+}
+
+/* Async events of the context, for @qp, within a second. */
+static int get_event(struct fx *f, struct ibv_qp *qp, enum ibv_event_type *type)
+{
+	struct pollfd p = { .fd = f->ctx->async_fd, .events = POLLIN };
+	struct ibv_async_event ev;
+
+	for (int tries = 0; tries < 10; tries++) {
+		if (poll(&p, 1, 100) <= 0)
+			continue;
+		if (ibv_get_async_event(f->ctx, &ev))
+			continue;
+		ibv_ack_async_event(&ev);
+		if (ev.element.qp == qp) {
+			*type = ev.event_type;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/* Completions of @cq until quiet: ids counted in @seen. */
+static int collect(struct ibv_cq *cq, struct ibv_wc *wc, int max)
+{
+	int n = 0, r, idle = 0;
+
+	while (idle < 50 && n < max) {
+		r = ibv_poll_cq(cq, max - n, wc + n);
+		if (r > 0) {
+			n += r;
+			idle = 0;
+		} else {
+			usleep(2000);
+			idle++;
+		}
+	}
+	return n;
+}
+
+/* A bad WRITE: REM_ACCESS_ERR at the requester, flushes exactly once. */
+static void bad_access(struct fx *f, bool bad_read, uint32_t rkey,
+		       uint64_t raddr, enum ibv_event_type b_event)
+{
+	struct ibv_send_wr wr[3], *bad;
+	struct ibv_sge ws = { (uintptr_t)f->a.src, 4096, f->a.smr->lkey };
+	struct ibv_sge rs = { (uintptr_t)f->a.dst, 64, f->a.smr->lkey };
+	struct ibv_wc wc[32];
+	enum ibv_event_type t;
+	int n, i, seen[8] = { 0 };
+
+	for (i = 0; i < 3; i++) {
+		post_recv(&f->a, 100 + (uint64_t)i, f->a.dst, 64);
+		post_recv(&f->b, 200 + (uint64_t)i, f->b.dst, 64);
+	}
+	/* One chain, so the READ is queued before the TERMINATE is back. */
+	rs.lkey = f->a.dmr->lkey;
+	wr[0] = (struct ibv_send_wr){ .wr_id = 0,
+				      .next = &wr[1],
+				      .sg_list = &ws,
+				      .num_sge = 1,
+				      .opcode = bad_read ? IBV_WR_RDMA_READ :
+							   IBV_WR_RDMA_WRITE,
+				      .send_flags = IBV_SEND_SIGNALED };
+	wr[0].wr.rdma.remote_addr = raddr;
+	wr[0].wr.rdma.rkey = rkey;
+	if (bad_read)
+		wr[0].sg_list = &rs;
+	wr[1] = (struct ibv_send_wr){ .wr_id = 1,
+				      .next = &wr[2],
+				      .sg_list = &rs,
+				      .num_sge = 1,
+				      .opcode = IBV_WR_RDMA_READ,
+				      .send_flags = IBV_SEND_SIGNALED };
+	wr[1].wr.rdma.remote_addr = (uintptr_t)f->b.src;
+	wr[1].wr.rdma.rkey = f->b.smr->rkey;
+	wr[2] = (struct ibv_send_wr){ .wr_id = 2,
+				      .sg_list = &ws,
+				      .num_sge = 1,
+				      .opcode = IBV_WR_SEND,
+				      .send_flags = IBV_SEND_SIGNALED };
+	assert_int_equal(ibv_post_send(f->a.qp, wr, &bad), 0);
+
+	n = collect(f->a.scq, wc, 32);
+	assert_int_equal(n, 3);
+	for (i = 0; i < n; i++) {
+		assert_true(wc[i].wr_id < 3);
+		seen[wc[i].wr_id]++;
+	}
+	for (i = 0; i < 3; i++)
+		assert_int_equal(seen[i], 1);
+	if (bad_read) {
+		/* The READ is outstanding until the TERMINATE answers it. */
+		assert_int_equal(wc[0].status, IBV_WC_REM_ACCESS_ERR);
+		assert_int_equal(wc[1].status, IBV_WC_WR_FLUSH_ERR);
+	} else {
+		/* The WRITE went to TCP whole: it completed before the
+		 * TERMINATE came back, so the READ behind it is the oldest
+		 * WR without a completion, the one the TERMINATE fails. */
+		assert_int_equal(wc[0].status, IBV_WC_SUCCESS);
+		assert_int_equal(wc[1].status, IBV_WC_REM_ACCESS_ERR);
+	}
+	assert_int_equal(wc[2].status, IBV_WC_WR_FLUSH_ERR);
+	n = collect(f->a.rcq, wc, 32);
+	assert_int_equal(n, 3);
+	for (i = 0; i < n; i++) {
+		assert_int_equal(wc[i].status, IBV_WC_WR_FLUSH_ERR);
+		assert_int_equal(wc[i].wr_id, 100 + (uint64_t)i);
+	}
+	n = collect(f->b.rcq, wc, 32);
+	assert_int_equal(n, 3);
+	for (i = 0; i < n; i++) {
+		assert_int_equal(wc[i].status, IBV_WC_WR_FLUSH_ERR);
+		assert_int_equal(wc[i].wr_id, 200 + (uint64_t)i);
+	}
+	assert_int_equal(get_event(f, f->b.qp, &t), 0);
+	assert_int_equal(t, b_event);
+	assert_int_equal(get_event(f, f->a.qp, &t), 0);
+	assert_int_equal(t, IBV_EVENT_QP_FATAL);
+	/* Posting now flushes at once, still exactly once. */
+	post(&f->a, 3, IBV_WR_SEND, &ws, 1, IBV_SEND_SIGNALED, 0, 0, 0);
+	assert_int_equal(collect(f->a.scq, wc, 32), 1);
+	assert_int_equal(wc[0].status, IBV_WC_WR_FLUSH_ERR);
+	expect_none(f->b.scq, 1);
+}
+
+static void test_bad_stag(void **state)
+{
+	struct fx *f = *state;
+
+	bad_access(f, false, f->b.dmr->rkey ^ 0x5a, (uintptr_t)f->b.dst,
+		   IBV_EVENT_QP_ACCESS_ERR);
+}
+
+static void test_bad_read(void **state)
+{
+	struct fx *f = *state;
+
+	bad_access(f, true, f->b.smr->rkey ^ 0x5a, (uintptr_t)f->b.src,
+		   IBV_EVENT_QP_ACCESS_ERR);
+}
+
+static void test_out_of_bounds(void **state)
+{
+	struct fx *f = *state;
+
+	bad_access(f, false, f->b.dmr->rkey, (uintptr_t)f->b.dst + BUF - 100,
+		   IBV_EVENT_QP_ACCESS_ERR);
+}
+
+static void test_no_remote_write(void **state)
+{
+	struct fx *f = *state;
+	struct ibv_mr *ro =
+		ibv_reg_mr(f->pd, f->b.dst, 8192,
+			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
+
+	assert_non_null(ro);
+	bad_access(f, false, ro->rkey, (uintptr_t)f->b.dst,
+		   IBV_EVENT_QP_ACCESS_ERR);
+	ibv_dereg_mr(ro);
+}
+
+/* The peer goes away mid-transfer: everything flushes, once. */
+static void test_peer_closed(void **state)
+{
+	struct fx *f = *state;
+	struct ibv_sge ws = { (uintptr_t)f->a.src, 1u << 20, f->a.smr->lkey };
+	struct ibv_wc wc[64];
+	enum ibv_event_type t;
+	int i, n, seen[16] = { 0 };
+
+	for (i = 0; i < 4; i++)
+		post_recv(&f->a, 100 + (uint64_t)i, f->a.dst, 64);
+	for (i = 0; i < 8; i++)
+		post(&f->a, (uint64_t)i, IBV_WR_RDMA_WRITE, &ws, 1,
+		     IBV_SEND_SIGNALED, (uintptr_t)f->b.dst, f->b.dmr->rkey, 0);
+	assert_int_equal(ibv_destroy_qp(f->b.qp), 0);
+	f->b.qp = NULL;
+	n = collect(f->a.scq, wc, 64);
+	assert_int_equal(n, 8);
+	for (i = 0; i < n; i++) {
+		assert_true(wc[i].status == IBV_WC_SUCCESS ||
+			    wc[i].status == IBV_WC_WR_FLUSH_ERR);
+		seen[wc[i].wr_id]++;
+	}
+	for (i = 0; i < 8; i++)
+		assert_int_equal(seen[i], 1);
+	n = collect(f->a.rcq, wc, 64);
+	assert_int_equal(n, 4);
+	for (i = 0; i < n; i++)
+		assert_int_equal(wc[i].status, IBV_WC_WR_FLUSH_ERR);
+	assert_int_equal(get_event(f, f->a.qp, &t), 0);
+	assert_int_equal(t, IBV_EVENT_QP_FATAL);
+}
+
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		T(test_send_sizes),    T(test_multi_sge_inline),
+		T(test_imm),	       T(test_write_read),
+		T(test_many_reads),    T(test_unsignaled),
+		T(test_bad_stag),      T(test_bad_read),
+		T(test_out_of_bounds), T(test_no_remote_write),
+		T(test_peer_closed),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
