@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "verbs_abi.h"
+#include "swiw_broker.h"
 #include "swiw_limits.h"
 #include "swiw_log.h"
 #include "swiw_queue.h"
@@ -138,6 +139,14 @@ struct swiw_qp {
 	 * empty, exchanged to 0 by post_send, which then rings. */
 	struct swiw_stream *stream;
 	int sq_armed;
+	/* Connecting by modify_qp (swiw_connect.c, under the engine lock). */
+	struct swiw_bk *bk; /* the broker session that gave qp_num */
+	struct swiw_qp *conn_next;
+	struct swiw_broker_dial dial;
+	uint8_t bk_role; /* enum swiw_broker_role, from RTR */
+	bool expected; /* the broker knows the QP's peer */
+	bool dialing; /* initiator: dial in progress */
+	bool conn_wait; /* responder: waiting for the hand-over */
 };
 
 struct swiw_comp_channel {
@@ -243,15 +252,28 @@ void swiw_engine_reset_qp(struct swiw_qp *qp);
 void swiw_engine_sq_posted(struct swiw_qp *qp);
 
 /*
- * Hands the connected TCP socket @fd to the engine for @qp: MPA setup as
- * @role with @cfg (NULL: swiw_mpa_cfg_init()'s defaults) and the QP's
- * IRD/ORD, then FPDUs. Returns 0 (the engine owns @fd from then on and
- * reports a failure of the setup as a QP in error with
- * IBV_EVENT_QP_FATAL) or a positive errno (the caller keeps @fd).
+ * A connection made through the broker: our private-data block (REQUEST
+ * or ACCEPT), what the peer's must name, and for a responder the MPA
+ * Request the broker already read from the socket.
  */
-struct swiw_mpa_cfg;
-int swiw_engine_attach(struct swiw_qp *qp, int fd, int role,
-		       const struct swiw_mpa_cfg *cfg);
+struct swiw_engine_bk {
+	uint8_t pd[SWIW_BROKER_PD_LEN];
+	uint16_t pd_len;
+	uint32_t peer_qpn;
+	uint64_t nonce;
+	const uint8_t *req;
+	uint16_t req_len;
+};
+
+/* The same under the engine lock, with the default MPA configuration. */
+int swiw_engine_attach_locked(struct swiw_qp *qp, int fd, int role,
+			      const struct swiw_engine_bk *bk);
+
+/* swiw_connect.c: connecting by modify_qp through the broker */
+int swiw_conn_qp_create(struct swiw_qp *qp);
+void swiw_conn_qp_destroy(struct swiw_qp *qp);
+int swiw_conn_rtr(struct swiw_qp *qp, const union ibv_gid *sgid, int ifindex);
+void swiw_conn_stop(struct swiw_qp *qp);
 
 /* swiw_mem.c: STags and memory checks */
 int swiw_stag_alloc(struct swiw_mr *mr);

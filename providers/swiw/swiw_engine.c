@@ -17,8 +17,10 @@
  * Functions that need it call swiw_eng_assert_held() on entry.
  *
  * PROGRESS THREAD
- * Started with the first stream, one per process: epoll over the stream
- * sockets and an eventfd doorbell. After any work it keeps polling
+ * Started with the first stream or broker session, one per process: epoll
+ * over the stream sockets, the broker's event socket and an eventfd
+ * doorbell; it sleeps no longer than the next dial attempt is due
+ * (swiw_connect.c). After any work it keeps polling
  * (epoll_wait with no timeout, and the send queues) for SWIW_ENG_SPIN_NS
  * before it sleeps, since a blocking wake-up costs 25-30 us here. A
  * stream is freed only by this thread, after the epoll_wait() that could
@@ -106,14 +108,14 @@ static void *eng_main(void *arg)
 {
 	struct epoll_event evs[64];
 	uint64_t spin_until = 0;
-	int i, n;
+	int i, n, t, wait_ms = -1;
 
 	(void)arg;
 	for (;;) {
 		bool work;
 
 		n = epoll_wait(eng_epfd, evs, 64,
-			       now_ns() < spin_until ? 0 : -1);
+			       now_ns() < spin_until ? 0 : wait_ms);
 		swiw_eng_lock();
 		work = n > 0;
 		for (i = 0; i < n; i++) {
@@ -124,11 +126,20 @@ static void *eng_main(void *arg)
 					(void)0; /* EAGAIN: already drained */
 				continue;
 			}
+			if (swiw_conn_is_broker(evs[i].data.ptr)) {
+				swiw_conn_broker_event(evs[i].data.ptr);
+				continue;
+			}
 			swiw_stream_event(evs[i].data.ptr, evs[i].events);
 		}
+		swiw_conn_run();
 		if (swiw_streams_pump_all())
 			work = true;
 		swiw_streams_reap();
+		wait_ms = swiw_conn_timeout_ms();
+		t = swiw_streams_timers();
+		if (t >= 0 && (wait_ms < 0 || t < wait_ms))
+			wait_ms = t;
 		swiw_eng_unlock();
 		if (work)
 			spin_until = now_ns() + SWIW_ENG_SPIN_NS;

@@ -7,27 +7,10 @@
  * posted work request completes exactly once.
  */
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "swiw.h"
-#include "swiw_mpa.h"
-
-static atomic_uint next_qpn_low;
-
-/*
- * QP numbers, 24 bits, never 0 or 1. Until the connection broker hands
- * them out per network namespace, the process id keeps processes apart:
- * 14 bits of it, then 1022 numbers per process before they come round.
- */
-static uint32_t qpn_alloc(void)
-{
-	uint32_t low = atomic_fetch_add(&next_qpn_low, 1) % 1022 + 2;
-
-	return ((uint32_t)getpid() & 0x3fff) << 10 | low;
-}
 
 static bool caps_valid(const struct ibv_qp_cap *cap, bool srq)
 {
@@ -128,8 +111,21 @@ struct ibv_qp *swiw_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 	qp->vqp.qp.srq = attr->srq;
 	qp->vqp.qp.qp_type = IBV_QPT_RC;
 	qp->vqp.qp.state = IBV_QPS_RESET;
-	qp->vqp.qp.qp_num = qpn_alloc();
+	/* The QPN comes from the broker, unique in the network namespace. */
+	err = swiw_conn_qp_create(qp);
+	if (err)
+		goto fail_conn;
 	return &qp->vqp.qp;
+fail_conn:
+	pthread_mutex_destroy(&qp->state_lock);
+	pthread_spin_destroy(&qp->sq_lock);
+	atomic_fetch_sub(&qp->scq->users, 1);
+	atomic_fetch_sub(&qp->rcq->users, 1);
+	atomic_fetch_sub(&to_swiw_pd(pd)->usecnt, 1);
+	if (qp->srq)
+		atomic_fetch_sub(&qp->srq->users, 1);
+	else
+		swiw_rq_destroy(&qp->own_rq);
 fail:
 	swiw_ring_free(qp->sq_mem, qp->sq_mem_len);
 	swiw_obj_free(&sctx->nqp, qp);
@@ -143,6 +139,7 @@ int swiw_destroy_qp(struct ibv_qp *ibqp)
 
 	/* A destroyed QP's work requests vanish without completions. */
 	pthread_mutex_lock(&qp->state_lock);
+	swiw_conn_qp_destroy(qp);
 	swiw_engine_reset_qp(qp);
 	pthread_mutex_unlock(&qp->state_lock);
 	atomic_fetch_sub(&qp->scq->users, 1);
@@ -218,37 +215,21 @@ static int check_attrs(struct swiw_qp *qp, const struct ibv_qp_attr *a,
 	return 0;
 }
 
-/*
- * TEST-ONLY connection hook, until the broker connects QPs by modify_qp:
- * SWIW_TEST_ATTACH="QPN:FD:ROLE[,...]" (ROLE i or r) hands the connected
- * TCP socket FD to the engine when QP QPN (decimal) goes to RTS, as MPA
- * initiator or responder. Read at that moment, so a test can set it
- * (setenv) just before its modify_qp; without it nothing happens.
- */
-static void test_attach(struct swiw_qp *qp)
+/* INIT to RTR: the QP's connection is made by the broker and the engine. */
+static int connect_rtr(struct swiw_qp *qp, const struct ibv_qp_attr *attr)
 {
-	const char *v = getenv("SWIW_TEST_ATTACH");
-	unsigned long q;
-	int fd, err;
-	char role;
+	struct ibv_context *ctx = qp->vqp.qp.context;
+	union ibv_gid sgid;
 
-	while (v && *v) {
-		if (sscanf(v, "%lu:%d:%c", &q, &fd, &role) == 3 &&
-		    q == qp->vqp.qp.qp_num) {
-			err = swiw_engine_attach(qp, fd,
-						 role == 'i' ?
-							 SWIW_MPA_INITIATOR :
-							 SWIW_MPA_RESPONDER,
-						 NULL);
-			if (err)
-				swiw_warn("test attach of QP %lu: %s", q,
-					  strerror(err));
-			return;
-		}
-		v = strchr(v, ',');
-		if (v)
-			v++;
+	if (swiw_query_gid(ctx, SWIW_PORT, attr->ah_attr.grh.sgid_index, &sgid))
+		return EINVAL;
+	if (!memcmp(&sgid, &(union ibv_gid){ 0 }, sizeof(sgid))) {
+		swiw_err("QP %u: GID index %u of %s is not in use",
+			 qp->vqp.qp.qp_num, attr->ah_attr.grh.sgid_index,
+			 ctx->device->name);
+		return EINVAL;
 	}
+	return swiw_conn_rtr(qp, &sgid, to_swiw_dev(ctx->device)->ifindex);
 }
 
 int swiw_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
@@ -278,21 +259,30 @@ int swiw_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 		qp->dgid = attr->ah_attr.grh.dgid;
 	if (mask & IBV_QP_DEST_QPN)
 		qp->dest_qpn = attr->dest_qp_num;
+	/* The engine reads these while it connects the QP (swiw_stream.c). */
 	if (mask & IBV_QP_MAX_DEST_RD_ATOMIC)
-		qp->ird = attr->max_dest_rd_atomic;
+		__atomic_store_n(&qp->ird, attr->max_dest_rd_atomic,
+				 __ATOMIC_RELAXED);
 	if (mask & IBV_QP_MAX_QP_RD_ATOMIC)
-		qp->ord = attr->max_rd_atomic;
+		__atomic_store_n(&qp->ord, attr->max_rd_atomic,
+				 __ATOMIC_RELAXED);
 	if (mask & IBV_QP_SQ_PSN)
 		qp->sq_psn = attr->sq_psn;
 	if (mask & IBV_QP_RQ_PSN)
 		qp->rq_psn = attr->rq_psn;
+	if (cur == IBV_QPS_INIT && next == IBV_QPS_RTR) {
+		err = connect_rtr(qp, attr);
+		if (err)
+			goto out;
+	}
 	__atomic_store_n(&qp->state, next, __ATOMIC_RELEASE);
-	if (next == IBV_QPS_ERR)
+	if (next == IBV_QPS_ERR) {
+		swiw_conn_stop(qp);
 		swiw_engine_flush_qp(qp);
-	else if (next == IBV_QPS_RESET)
+	} else if (next == IBV_QPS_RESET) {
+		swiw_conn_stop(qp);
 		swiw_engine_reset_qp(qp);
-	else if (next == IBV_QPS_RTS && cur != IBV_QPS_RTS)
-		test_attach(qp);
+	}
 out:
 	pthread_mutex_unlock(&qp->state_lock);
 	return err;

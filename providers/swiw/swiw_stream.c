@@ -20,6 +20,7 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "swiw.h"
@@ -100,6 +101,7 @@ struct swiw_stream {
 	bool failed;
 	bool dead; /* detached, waiting in the graveyard */
 	bool want_out;
+	uint64_t eof_due_ns; /* the peer closed: fail the stream then */
 	struct swiw_stream *next, *next_dead;
 
 	struct swiw_mpa mpa;
@@ -107,6 +109,9 @@ struct swiw_stream {
 	uint8_t mpa_pd[SWIW_MPA_PD_MAX];
 	uint32_t ird, ord;
 	uint32_t mulpdu;
+	bool bk_on; /* connected through the broker: check the blocks */
+	bool bk_checked; /* initiator: the Reply's block was checked */
+	struct swiw_engine_bk bk;
 
 	/* Transmit. */
 	struct swiw_fpdu_tx ftx;
@@ -156,6 +161,36 @@ static void mpa_events(struct swiw_stream *s);
 static void stream_fail(struct swiw_stream *s, enum swiw_violation v,
 			const void *seg, uint32_t seg_len, int sq_status,
 			enum ibv_event_type ev);
+
+/*
+ * IRD is an RTR attribute, ORD an RTS one, and a QP connected by the
+ * broker may run MPA before RTS: it offers the device's ORD, and the
+ * QP's max_rd_atomic, whenever it is set, limits what is outstanding.
+ */
+static uint16_t ulp_ird(const struct swiw_stream *s)
+{
+	return __atomic_load_n(&s->qp->ird, __ATOMIC_RELAXED);
+}
+
+static uint16_t ulp_ord(const struct swiw_stream *s)
+{
+	if (s->bk_on)
+		return SWIW_MAX_ORD;
+	return __atomic_load_n(&s->qp->ord, __ATOMIC_RELAXED);
+}
+
+static uint32_t eff_ord(const struct swiw_stream *s)
+{
+	uint32_t ord = s->ord;
+
+	if (s->bk_on) {
+		uint32_t q = __atomic_load_n(&s->qp->ord, __ATOMIC_RELAXED);
+
+		if (q < ord)
+			ord = q;
+	}
+	return ord ? ord : 1;
+}
 
 static uint32_t qpn(const struct swiw_stream *s)
 {
@@ -340,13 +375,18 @@ static void place(struct swiw_stream *s, uint32_t uoff, const uint8_t *p,
 
 /* Transmit -------------------------------------------------------------- */
 
+static uint32_t stream_interest(const struct swiw_stream *s)
+{
+	return EPOLLIN | EPOLLRDHUP | (s->want_out ? EPOLLOUT : 0);
+}
+
 static void stream_want_out(struct swiw_stream *s, bool on)
 {
 	if (s->want_out == on)
 		return;
 	s->want_out = on;
-	swiw_eng_epoll_ctl(EPOLL_CTL_MOD, s->fd,
-			   EPOLLIN | EPOLLRDHUP | (on ? EPOLLOUT : 0), s);
+	if (!s->eof_due_ns)
+		swiw_eng_epoll_ctl(EPOLL_CTL_MOD, s->fd, stream_interest(s), s);
 }
 
 /* Sends what is left of the batch: 0 when all is out, -EAGAIN, or an
@@ -519,7 +559,7 @@ static int next_sqe(struct swiw_stream *s)
 		__atomic_store_n(&qp->sq_armed, 0, __ATOMIC_RELAXED);
 	}
 	if (sqe->opcode == SWIW_OP_READ &&
-	    s->rd_tail - s->rd_head >= (s->ord ? s->ord : 1))
+	    s->rd_tail - s->rd_head >= eff_ord(s))
 		return 0; /* ORD reached: a Read Response frees a slot */
 	if (s->infl_tail - s->infl_head > s->infl_mask)
 		return 0; /* cannot happen: the SQ is no larger */
@@ -998,9 +1038,75 @@ static bool rx_feed(struct swiw_stream *s, const uint8_t *p, uint32_t n)
 	return !s->failed;
 }
 
+/*
+ * The initiator's attempt failed in a way another attempt may fix: the
+ * stream goes and the QP dials again. False if it may not.
+ */
+static bool bk_redial(struct swiw_stream *s, int err)
+{
+	struct swiw_qp *qp = s->qp;
+
+	if (!s->bk_on || s->mpa.role != SWIW_MPA_INITIATOR ||
+	    !swiw_conn_redial(qp, err))
+		return false;
+	swiw_dbg("QP %u: connection attempt failed (%s), trying again", qpn(s),
+		 strerror(err));
+	swiw_stream_detach(qp);
+	s->failed = true;
+	return true;
+}
+
 static void peer_closed(struct swiw_stream *s)
 {
+	if (s->mpa_phase && swiw_mpa_state(&s->mpa) == SWIW_MPA_S_AWAIT_REPLY &&
+	    bk_redial(s, ECONNRESET))
+		return;
 	stream_fail(s, SWIW_V_LLP_LOST, NULL, 0, -1, IBV_EVENT_QP_FATAL);
+}
+
+/*
+ * The peer closed its side once FPDUs flowed, typically because its QP
+ * was destroyed after its last Send completed. What arrived before is
+ * already completed; the QP fails (and its receives flush) after a short
+ * grace, so that the application sees those completions alone first, as
+ * it would over InfiniBand, where a destroyed peer goes unnoticed.
+ */
+#define EOF_GRACE_NS (100 * 1000000ull)
+
+static void peer_eof(struct swiw_stream *s)
+{
+	struct timespec ts;
+
+	if (s->eof_due_ns)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	s->eof_due_ns = (uint64_t)ts.tv_sec * 1000000000u +
+			(uint64_t)ts.tv_nsec + EOF_GRACE_NS;
+	/* Out of the epoll set: a hung-up socket would report for ever. */
+	swiw_eng_epoll_ctl(EPOLL_CTL_DEL, s->fd, 0, NULL);
+}
+
+/* Streams whose grace ran out fail; returns ms until the next, or -1. */
+int swiw_streams_timers(void)
+{
+	struct swiw_stream *s;
+	struct timespec ts;
+	uint64_t now, best = UINT64_MAX;
+
+	swiw_eng_assert_held();
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	for (s = streams; s; s = s->next) {
+		if (!s->eof_due_ns || s->failed || s->dead)
+			continue;
+		if (now >= s->eof_due_ns)
+			peer_closed(s);
+		else if (s->eof_due_ns < best)
+			best = s->eof_due_ns;
+	}
+	if (best == UINT64_MAX)
+		return -1;
+	return (int)((best - now) / 1000000u) + 1;
 }
 
 static void rx_pump(struct swiw_stream *s)
@@ -1035,11 +1141,9 @@ static void rx_pump(struct swiw_stream *s)
 					continue;
 				}
 			}
-			if (r == 0)
-				peer_closed(s);
-			else if (errno != EAGAIN && errno != EWOULDBLOCK &&
-				 errno != EINTR)
-				peer_closed(s);
+			if (r == 0 || (errno != EAGAIN &&
+				       errno != EWOULDBLOCK && errno != EINTR))
+				peer_eof(s);
 			return;
 		}
 		if (swiw_fpdu_rx_next(&s->frx, &st))
@@ -1084,8 +1188,8 @@ static int fpdu_setup(struct swiw_stream *s)
 	s->ird = o->ird;
 	s->ord = o->ord;
 	if (!o->ird_ord_negotiated) {
-		s->ird = s->qp->ird;
-		s->ord = s->qp->ord;
+		s->ird = ulp_ird(s);
+		s->ord = ulp_ord(s);
 	}
 	if (s->ird > SWIW_MAX_IRD)
 		s->ird = SWIW_MAX_IRD;
@@ -1108,6 +1212,48 @@ static void mpa_fail(struct swiw_stream *s)
 		    IBV_EVENT_QP_FATAL);
 }
 
+/* Initiator: the Reply must carry the ACCEPT block for this Request. */
+static bool bk_accept_ok(struct swiw_stream *s)
+{
+	const struct swiw_mpa_outcome *o = swiw_mpa_outcome(&s->mpa);
+	struct swiw_broker_pd pd;
+
+	if (swiw_broker_pd_decode(o->peer_pd, o->peer_pd_len, &pd) ||
+	    pd.type != SWIW_BROKER_PD_ACCEPT || pd.src_qpn != s->bk.peer_qpn ||
+	    pd.dst_qpn != qpn(s) || pd.nonce != s->bk.nonce) {
+		swiw_err("QP %u: the peer's MPA Reply does not accept this "
+			 "connection to QP %u",
+			 qpn(s), s->bk.peer_qpn);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * Initiator: the MPA exchange ended. A NOT_READY reject is tried again;
+ * any other is logged with its reason. True if the stream was retried.
+ */
+static bool bk_rejected(struct swiw_stream *s)
+{
+	const struct swiw_mpa_outcome *o = swiw_mpa_outcome(&s->mpa);
+	struct swiw_broker_pd pd;
+
+	if (!s->bk_on || s->mpa.role != SWIW_MPA_INITIATOR ||
+	    o->reject != SWIW_MPA_REJ_BY_PEER)
+		return false;
+	if (swiw_broker_pd_decode(o->peer_pd, o->peer_pd_len, &pd) ||
+	    pd.type != SWIW_BROKER_PD_REJECT) {
+		swiw_err("QP %u: QP %u's side rejected the connection", qpn(s),
+			 s->bk.peer_qpn);
+		return false;
+	}
+	if (swiw_broker_reason_retryable(pd.reason) && bk_redial(s, EAGAIN))
+		return true;
+	swiw_err("QP %u: QP %u's side rejected the connection: %s", qpn(s),
+		 s->bk.peer_qpn, swiw_broker_reason_str(pd.reason));
+	return false;
+}
+
 static void mpa_events(struct swiw_stream *s)
 {
 	const struct swiw_mpa_outcome *o = swiw_mpa_outcome(&s->mpa);
@@ -1122,12 +1268,29 @@ static void mpa_events(struct swiw_stream *s)
 			return;
 		}
 		if (ev & SWIW_MPA_EV_CLOSED) {
-			mpa_fail(s);
+			if (!bk_rejected(s))
+				mpa_fail(s);
 			return;
 		}
+		if (s->bk_on && !s->bk_checked &&
+		    s->mpa.role == SWIW_MPA_INITIATOR &&
+		    (ev & (SWIW_MPA_EV_RX_FPDU | SWIW_MPA_EV_SEND_RTR |
+			   SWIW_MPA_EV_TX_FPDU))) {
+			s->bk_checked = true;
+			if (!bk_accept_ok(s)) {
+				stream_fail(s, SWIW_V_NONE, NULL, 0, -1,
+					    IBV_EVENT_QP_FATAL);
+				return;
+			}
+		}
 		if (ev & SWIW_MPA_EV_REQUEST) {
-			struct swiw_mpa_ulp u = { .ird = s->qp->ird,
-						  .ord = s->qp->ord };
+			struct swiw_mpa_ulp u = { .ird = ulp_ird(s),
+						  .ord = ulp_ord(s) };
+
+			if (s->bk_on) {
+				u.pd = s->bk.pd;
+				u.pd_len = s->bk.pd_len;
+			}
 
 			if (swiw_mpa_accept(&s->mpa, &u))
 				swiw_mpa_reject(&s->mpa, NULL, 0);
@@ -1220,7 +1383,8 @@ void swiw_stream_event(struct swiw_stream *s, uint32_t events)
 		return;
 	if (events & EPOLLOUT)
 		tx_pump(s);
-	if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
+	if ((events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) &&
+	    !s->eof_due_ns) {
 		if (s->mpa_phase)
 			mpa_rx(s);
 		rx_pump(s);
@@ -1275,15 +1439,16 @@ void swiw_stream_detach(struct swiw_qp *qp)
 	swiw_eng_doorbell();
 }
 
-int swiw_engine_attach(struct swiw_qp *qp, int fd, int role,
-		       const struct swiw_mpa_cfg *cfg)
+static struct swiw_stream *stream_new(struct swiw_qp *qp, int fd, int role,
+				      const struct swiw_mpa_cfg *cfg, int *err)
 {
 	struct swiw_mpa_cfg c;
 	struct swiw_stream *s;
-	int one = 1, fl, err;
+	int one = 1, fl;
 
+	*err = EINVAL;
 	if (role != SWIW_MPA_INITIATOR && role != SWIW_MPA_RESPONDER)
-		return EINVAL;
+		return NULL;
 	if (cfg)
 		c = *cfg;
 	else
@@ -1291,56 +1456,101 @@ int swiw_engine_attach(struct swiw_qp *qp, int fd, int role,
 	c.ird_max = SWIW_MAX_IRD;
 	fl = fcntl(fd, F_GETFL);
 	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) ||
-	    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)))
-		return errno;
+	    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one))) {
+		*err = errno;
+		return NULL;
+	}
+	*err = ENOMEM;
 	s = calloc(1, sizeof(*s));
 	if (!s)
-		return ENOMEM;
+		return NULL;
 	s->stage = malloc(STAGE_SIZE);
 	s->infl = calloc(qp->max_send_wr, sizeof(*s->infl));
-	if (!s->stage || !s->infl) {
-		err = ENOMEM;
+	if (!s->stage || !s->infl)
 		goto fail;
-	}
 	s->infl_mask = qp->max_send_wr - 1;
 	s->qp = qp;
 	s->fd = fd;
 	s->mpa_phase = true;
 	if (swiw_mpa_init(&s->mpa, role, &c, s->mpa_tx, sizeof(s->mpa_tx),
 			  s->mpa_pd, sizeof(s->mpa_pd))) {
-		err = EINVAL;
+		*err = EINVAL;
 		goto fail;
 	}
-	swiw_eng_lock();
-	if (qp->stream) {
-		err = EBUSY;
-		goto fail_locked;
-	}
-	err = swiw_eng_start();
-	if (err)
-		goto fail_locked;
-	if (role == SWIW_MPA_INITIATOR) {
-		struct swiw_mpa_ulp u = { .ird = qp->ird, .ord = qp->ord };
-
-		if (swiw_mpa_connect(&s->mpa, &u)) {
-			err = EINVAL;
-			goto fail_locked;
-		}
-	}
-	err = swiw_eng_epoll_ctl(EPOLL_CTL_ADD, fd, EPOLLIN | EPOLLRDHUP, s);
-	if (err)
-		goto fail_locked;
-	s->next = streams;
-	streams = s;
-	qp->stream = s;
-	mpa_events(s);
-	swiw_eng_unlock();
-	return 0;
-fail_locked:
-	swiw_eng_unlock();
+	*err = 0;
+	return s;
 fail:
 	free(s->infl);
 	free(s->stage);
 	free(s);
+	return NULL;
+}
+
+static void stream_free(struct swiw_stream *s)
+{
+	free(s->infl);
+	free(s->stage);
+	free(s);
+}
+
+/* Under the engine lock: @s starts MPA on its socket. */
+static int stream_start(struct swiw_stream *s, const struct swiw_engine_bk *bk)
+{
+	struct swiw_qp *qp = s->qp;
+	int err;
+
+	swiw_eng_assert_held();
+	if (qp->stream)
+		return EBUSY;
+	err = swiw_eng_start();
+	if (err)
+		return err;
+	if (bk) {
+		s->bk_on = true;
+		s->bk = *bk;
+		s->bk.req = NULL;
+		s->bk.req_len = 0;
+	}
+	if (s->mpa.role == SWIW_MPA_INITIATOR) {
+		struct swiw_mpa_ulp u = { .ird = ulp_ird(s),
+					  .ord = ulp_ord(s) };
+
+		if (bk) {
+			u.pd = s->bk.pd;
+			u.pd_len = s->bk.pd_len;
+		}
+		if (swiw_mpa_connect(&s->mpa, &u))
+			return EINVAL;
+	} else if (bk && bk->req_len) {
+		size_t used = 0;
+
+		/* The broker read the Request: feed it as if received. */
+		swiw_mpa_input(&s->mpa, bk->req, bk->req_len, &used);
+		if (used != bk->req_len)
+			return EPROTO;
+	}
+	err = swiw_eng_epoll_ctl(EPOLL_CTL_ADD, s->fd, EPOLLIN | EPOLLRDHUP, s);
+	if (err)
+		return err;
+	s->next = streams;
+	streams = s;
+	qp->stream = s;
+	mpa_events(s);
+	return 0;
+}
+
+int swiw_engine_attach_locked(struct swiw_qp *qp, int fd, int role,
+			      const struct swiw_engine_bk *bk)
+{
+	struct swiw_stream *s;
+	int err;
+
+	swiw_eng_assert_held();
+	s = stream_new(qp, fd, role, NULL, &err);
+	if (!s)
+		return err;
+	err = stream_start(s, bk);
+	if (err)
+		stream_free(s);
 	return err;
 }

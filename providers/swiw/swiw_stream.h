@@ -23,7 +23,15 @@ void swiw_stream_event(struct swiw_stream *s, uint32_t events);
 bool swiw_stream_pump(struct swiw_stream *s);
 bool swiw_streams_pump_all(void);
 void swiw_streams_reap(void);
+int swiw_streams_timers(void);
 void swiw_stream_qp_error(struct swiw_qp *qp);
 void swiw_stream_detach(struct swiw_qp *qp);
+
+/* swiw_connect.c, from the engine loop */
+bool swiw_conn_is_broker(const void *ptr);
+void swiw_conn_broker_event(void *ptr);
+void swiw_conn_run(void);
+int swiw_conn_timeout_ms(void);
+bool swiw_conn_redial(struct swiw_qp *qp, int err);
 
 #endif /* SWIW_STREAM_H */

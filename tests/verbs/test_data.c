@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * Data transfer between two RC QPs of one process, connected by a real
- * loopback TCP connection that the in-process engine runs MPA and FPDUs
- * over. The connection is made with the provider's test-only hook
- * (SWIW_TEST_ATTACH, see swiw_qp.c) until the broker connects QPs by
- * modify_qp. Run through swiw-run.
+ * Data transfer between two RC QPs of one process, connected as any verbs
+ * program connects them: ibv_modify_qp(RTR) with the peer's GID
+ * (::ffff:127.0.0.1, swiw_lo's GID 0) and QP number. The broker (started
+ * on demand) hands the connection over, and the in-process engine runs
+ * MPA and FPDUs over the loopback TCP connection. Run through swiw-run.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -106,30 +106,10 @@ static int to_rts(struct ibv_qp *qp, uint32_t peer)
 	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_MAX_QP_RD_ATOMIC);
 }
 
-/* A connected loopback pair: @c connected, @d accepted. */
-static int tcp_pair(int *c, int *d)
-{
-	struct sockaddr_in sa = { .sin_family = AF_INET };
-	socklen_t sl = sizeof(sa);
-	int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (l < 0 || bind(l, (struct sockaddr *)&sa, sizeof(sa)) ||
-	    listen(l, 1) || getsockname(l, (struct sockaddr *)&sa, &sl))
-		return -1;
-	*c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (*c < 0 || connect(*c, (struct sockaddr *)&sa, sizeof(sa)))
-		return -1;
-	*d = accept(l, NULL, NULL);
-	close(l);
-	return *d < 0 ? -1 : 0;
-}
-
 static int setup(void **state)
 {
 	struct fx *f = calloc(1, sizeof(*f));
-	char env[128];
-	int i, c, d;
+	int i;
 
 	f->list = ibv_get_device_list(NULL);
 	for (i = 0; f->list && f->list[i]; i++)
@@ -140,16 +120,13 @@ static int setup(void **state)
 		return -1;
 	}
 	f->pd = ibv_alloc_pd(f->ctx);
-	if (!f->pd || side_init(f, &f->a) || side_init(f, &f->b) ||
-	    tcp_pair(&c, &d))
+	if (!f->pd || side_init(f, &f->a) || side_init(f, &f->b))
 		return -1;
-	snprintf(env, sizeof(env), "%u:%d:i,%u:%d:r", f->a.qp->qp_num, c,
-		 f->b.qp->qp_num, d);
-	setenv("SWIW_TEST_ATTACH", env, 1);
+	/* One QP all the way to RTS first: the broker holds the initiator's
+	 * Request until the other reaches RTR. */
 	if (to_rts(f->a.qp, f->b.qp->qp_num) ||
 	    to_rts(f->b.qp, f->a.qp->qp_num))
 		return -1;
-	unsetenv("SWIW_TEST_ATTACH");
 	fcntl(f->ctx->async_fd, F_SETFL,
 	      fcntl(f->ctx->async_fd, F_GETFL) | O_NONBLOCK);
 	*state = f;

@@ -1,0 +1,98 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# The distribution's unmodified ibv_rc_pingpong, server and client in two
+# processes under swiw-run: its QPs are connected by ibv_modify_qp(RTR)
+# through the connection broker (started on demand), first over swiw_lo,
+# then across two network namespaces joined by a veth pair (one broker in
+# each namespace).
+. "$(dirname "$0")/lib.sh"
+
+need_cmd ibv_rc_pingpong ss ip
+
+# A busy-polling pingpong of 1000 iterations takes seconds on a small
+# machine, more under a sanitizer.
+T_LIMIT=${SWIW_TEST_TIMEOUT:-60}
+
+# listening NETNS PORT: a TCP listener on PORT in NETNS ("" for ours).
+listening() {
+	if [ -n "$1" ]; then
+		ip netns exec "$1" ss -Hltn "sport = :$2" | grep -q .
+	else
+		ss -Hltn "sport = :$2" | grep -q .
+	fi
+}
+
+# pingpong WHAT SRV_NS SRV_DEV CLI_NS CLI_DEV SERVER_ADDR OPTS...: one
+# server/client run (namespace "" is ours); both must exit 0 and the client
+# must print its bandwidth line.
+pingpong() {
+	local what=$1 sns=$2 sdev=$3 cns=$4 dev=$5 addr=$6 port pid srv_rc
+	local pre=()
+
+	shift 6
+	port=$((20000 + RANDOM % 20000))
+	[ -n "$sns" ] && pre=(ip netns exec "$sns")
+	timeout -k 5 "$T_LIMIT" "${pre[@]}" "${SWIW[@]}" ibv_rc_pingpong \
+		-g 0 -d "$sdev" -p "$port" "$@" \
+		>"$T_TMP/srv.out" 2>"$T_TMP/srv.err" &
+	pid=$!
+	on_exit "kill $pid"
+	wait_until 20 "ibv_rc_pingpong server ($what) listening on $port" \
+		listening "$sns" "$port"
+	if [ -n "$cns" ]; then
+		ns_swiw_run "$cns" ibv_rc_pingpong -g 0 -d "$dev" -p "$port" \
+			"$@" "$addr"
+	else
+		swiw_run ibv_rc_pingpong -g 0 -d "$dev" -p "$port" "$@" "$addr"
+	fi
+	wait "$pid"
+	srv_rc=$?
+	if [ "$RC" -ne 0 ] || [ "$srv_rc" -ne 0 ]; then
+		echo "---- server (exit $srv_rc) stdout:" >&2
+		cat "$T_TMP/srv.out" >&2
+		echo "---- server stderr:" >&2
+		cat "$T_TMP/srv.err" >&2
+		show_last >&2
+		[ "$srv_rc" -eq 124 ] && fail "server timed out: $what"
+		fail "ibv_rc_pingpong $what: client exit $RC, server exit $srv_rc"
+	fi
+	out_has "^[0-9]+ bytes in [0-9.]+ seconds = [0-9.]+ Mbit/sec$" \
+		"client bandwidth line ($what)"
+	out_has "^[0-9]+ iters in [0-9.]+ seconds = [0-9.]+ usec/iter$" \
+		"client latency line ($what)"
+	grep -Eq "^[0-9]+ bytes in .* Mbit/sec$" "$T_TMP/srv.out" ||
+		fail "server printed no bandwidth line ($what)"
+	pass "ibv_rc_pingpong $what: $(printf '%s\n' "$OUT" | grep 'Mbit/sec')"
+}
+
+# --- one host, swiw_lo ---------------------------------------------------
+LO=("" swiw_lo "" swiw_lo 127.0.0.1)
+pingpong "swiw_lo" "${LO[@]}"
+pingpong "swiw_lo -s 1" "${LO[@]}" -s 1
+pingpong "swiw_lo -s 4096" "${LO[@]}" -s 4096
+pingpong "swiw_lo -s 65536" "${LO[@]}" -s 65536
+pingpong "swiw_lo -e" "${LO[@]}" -e
+
+# --- two namespaces joined by veth ---------------------------------------
+if [ "$(id -u)" -ne 0 ]; then
+	fail "the namespace part must run as root; refusing to skip"
+fi
+NSA=swiw-pp-$$-$RANDOM
+NSB=$NSA-b
+ip netns add "$NSA" || fail "cannot create network namespace $NSA"
+on_exit "ip netns del '$NSA'"
+ip netns add "$NSB" || fail "cannot create network namespace $NSB"
+on_exit "ip netns del '$NSB'"
+ip -n "$NSA" link add ppa type veth peer name ppb netns "$NSB" ||
+	fail "cannot create the veth pair"
+for n in "$NSA:ppa:10.21.0.1" "$NSB:ppb:10.21.0.2"; do
+	IFS=: read -r ns dev a <<<"$n"
+	# IPv4 only: GID 0 is ::ffff:$a.
+	ip -n "$ns" link set "$dev" addrgenmode none || fail "addrgenmode $dev"
+	ip -n "$ns" addr add "$a/24" dev "$dev" || fail "address on $dev"
+	ip -n "$ns" link set "$dev" up || fail "$dev up"
+	ip -n "$ns" link set lo up || fail "lo up in $ns"
+done
+
+VETH=("$NSA" swiw_ppa "$NSB" swiw_ppb 10.21.0.1)
+pingpong "veth" "${VETH[@]}"
+pingpong "veth -s 65536 -e" "${VETH[@]}" -s 65536 -e
