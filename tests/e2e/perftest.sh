@@ -1,0 +1,60 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# The distribution's unmodified perftest and ibv_srq_pingpong over swiw_lo,
+# server and client in two processes under swiw-run, connected by
+# ibv_modify_qp through the broker (perftest without -R exchanges QP
+# numbers over its own socket). Each must exit 0 and report its figures.
+. "$(dirname "$0")/lib.sh"
+
+need_cmd ib_write_bw ib_write_lat ib_read_bw ib_read_lat ib_send_lat \
+	ibv_srq_pingpong ss
+
+T_LIMIT=${SWIW_TEST_TIMEOUT:-60}
+
+# perftest never frees some of its own allocations; in a sanitizer build
+# LeakSanitizer would report those (their frames are in /usr/bin/ib_*),
+# so leak checking is off for these programs only. swiw's own objects are
+# leak-checked by the verbs tests and the other stock-program runs.
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+
+listening() {
+	ss -Hltn "sport = :$1" | grep -q .
+}
+
+# pair PROGRAM REPORT-ERE ARGS...: server in the background, then the
+# client against 127.0.0.1; the client's output must match REPORT-ERE.
+pair() {
+	local prog=$1 report=$2 port pid srv_rc
+
+	shift 2
+	port=$((20000 + RANDOM % 20000))
+	timeout -k 5 "$T_LIMIT" "${SWIW[@]}" "$prog" -d swiw_lo -p "$port" \
+		"$@" >"$T_TMP/srv.out" 2>"$T_TMP/srv.err" &
+	pid=$!
+	on_exit "kill $pid"
+	wait_until 20 "$prog server listening on $port" listening "$port"
+	swiw_run "$prog" -d swiw_lo -p "$port" "$@" 127.0.0.1
+	wait "$pid"
+	srv_rc=$?
+	if [ "$RC" -ne 0 ] || [ "$srv_rc" -ne 0 ]; then
+		cat "$T_TMP/srv.out" "$T_TMP/srv.err" >&2
+		show_last >&2
+		fail "$prog $*: client exit $RC, server exit $srv_rc"
+	fi
+	out_has "$report" "$prog report"
+	pass "$prog $*: $(printf '%s\n' "$OUT" | grep -E "$report" | head -1 |
+		tr -s ' \t' ' ')"
+}
+
+# perftest's figure lines: size, iterations, then numbers (tab-separated).
+S='[[:space:]]+'
+BW="^[[:space:]]*[0-9]+${S}[0-9]+${S}[0-9.]+${S}[0-9.]+${S}[0-9.]+[[:space:]]*\$"
+LAT="^[[:space:]]*[0-9]+${S}[0-9]+${S}[0-9.]+${S}[0-9.]+${S}[0-9.]+${S}[0-9.]+"
+
+pair ib_write_bw "$BW" -x 0 -n 500
+pair ib_write_bw "$BW" -x 0 -n 200 -s 1048576
+pair ib_read_bw "$BW" -x 0 -n 500
+pair ib_write_lat "$LAT" -x 0 -n 500
+pair ib_read_lat "$LAT" -x 0 -n 500
+pair ib_send_lat "$LAT" -x 0 -n 500
+pair ib_send_lat "$LAT" -x 0 -n 500 -s 65536
+pair ibv_srq_pingpong '^[0-9]+ iters in [0-9.]+ seconds' -g 0
