@@ -1393,6 +1393,13 @@ void swiw_stream_event(struct swiw_stream *s, uint32_t events)
 		tx_pump(s);
 }
 
+static void stream_free(struct swiw_stream *s)
+{
+	free(s->infl);
+	free(s->stage);
+	free(s);
+}
+
 void swiw_streams_reap(void)
 {
 	struct swiw_stream *s;
@@ -1401,9 +1408,7 @@ void swiw_streams_reap(void)
 	while ((s = graveyard)) {
 		graveyard = s->next_dead;
 		close(s->fd);
-		free(s->infl);
-		free(s->stage);
-		free(s);
+		stream_free(s);
 	}
 }
 
@@ -1440,7 +1445,7 @@ void swiw_stream_detach(struct swiw_qp *qp)
 }
 
 static struct swiw_stream *stream_new(struct swiw_qp *qp, int fd, int role,
-				      const struct swiw_mpa_cfg *cfg, int *err)
+				      int *err)
 {
 	struct swiw_mpa_cfg c;
 	struct swiw_stream *s;
@@ -1449,10 +1454,7 @@ static struct swiw_stream *stream_new(struct swiw_qp *qp, int fd, int role,
 	*err = EINVAL;
 	if (role != SWIW_MPA_INITIATOR && role != SWIW_MPA_RESPONDER)
 		return NULL;
-	if (cfg)
-		c = *cfg;
-	else
-		swiw_mpa_cfg_init(&c);
+	swiw_mpa_cfg_init(&c);
 	c.ird_max = SWIW_MAX_IRD;
 	fl = fcntl(fd, F_GETFL);
 	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) ||
@@ -1480,17 +1482,8 @@ static struct swiw_stream *stream_new(struct swiw_qp *qp, int fd, int role,
 	*err = 0;
 	return s;
 fail:
-	free(s->infl);
-	free(s->stage);
-	free(s);
+	stream_free(s);
 	return NULL;
-}
-
-static void stream_free(struct swiw_stream *s)
-{
-	free(s->infl);
-	free(s->stage);
-	free(s);
 }
 
 /* Under the engine lock: @s starts MPA on its socket. */
@@ -1546,7 +1539,7 @@ int swiw_engine_attach_locked(struct swiw_qp *qp, int fd, int role,
 	int err;
 
 	swiw_eng_assert_held();
-	s = stream_new(qp, fd, role, NULL, &err);
+	s = stream_new(qp, fd, role, &err);
 	if (!s)
 		return err;
 	err = stream_start(s, bk);
