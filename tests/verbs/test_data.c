@@ -27,6 +27,8 @@
 #include <cmocka.h>
 #include <infiniband/verbs.h>
 
+#include "verbs_test.h"
+
 #define BUF (2u << 20)
 #define MR_ACC                                              \
 	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
@@ -109,16 +111,10 @@ static int to_rts(struct ibv_qp *qp, uint32_t peer)
 static int setup(void **state)
 {
 	struct fx *f = calloc(1, sizeof(*f));
-	int i;
 
-	f->list = ibv_get_device_list(NULL);
-	for (i = 0; f->list && f->list[i]; i++)
-		if (!strcmp(ibv_get_device_name(f->list[i]), "swiw_lo"))
-			f->ctx = ibv_open_device(f->list[i]);
-	if (!f->ctx) {
-		fprintf(stderr, "no swiw_lo: run this test through swiw-run\n");
+	f->ctx = open_swiw_lo(&f->list);
+	if (!f->ctx)
 		return -1;
-	}
 	f->pd = ibv_alloc_pd(f->ctx);
 	if (!f->pd || side_init(f, &f->a) || side_init(f, &f->b))
 		return -1;

@@ -19,6 +19,8 @@
 #include <cmocka.h>
 #include <infiniband/verbs.h>
 
+#include "verbs_test.h"
+
 struct fx {
 	struct ibv_device **list;
 	struct ibv_context *ctx;
@@ -31,16 +33,10 @@ struct fx {
 static int setup(void **state)
 {
 	struct fx *f = calloc(1, sizeof(*f));
-	int i;
 
-	f->list = ibv_get_device_list(NULL);
-	for (i = 0; f->list && f->list[i]; i++)
-		if (!strcmp(ibv_get_device_name(f->list[i]), "swiw_lo"))
-			f->ctx = ibv_open_device(f->list[i]);
-	if (!f->ctx) {
-		fprintf(stderr, "no swiw_lo: run this test through swiw-run\n");
+	f->ctx = open_swiw_lo(&f->list);
+	if (!f->ctx)
 		return -1;
-	}
 	f->pd = ibv_alloc_pd(f->ctx);
 	f->scq = ibv_create_cq(f->ctx, 256, NULL, NULL, 0);
 	f->rcq = ibv_create_cq(f->ctx, 256, NULL, NULL, 0);
@@ -127,15 +123,19 @@ static int to_state(struct ibv_qp *qp, enum ibv_qp_state s)
 	return ibv_modify_qp(qp, &a, mask);
 }
 
-static struct ibv_qp *make_rts(struct fx *f, uint32_t sq, uint32_t rq)
+/* Takes a new QP (NULL fails the test) through INIT and RTR to RTS. */
+static struct ibv_qp *rts(struct ibv_qp *qp)
 {
-	struct ibv_qp *qp = make_qp(f, sq, rq);
-
 	assert_non_null(qp);
 	assert_int_equal(to_init(qp), 0);
 	assert_int_equal(to_rtr(qp, 0), 0);
 	assert_int_equal(to_state(qp, IBV_QPS_RTS), 0);
 	return qp;
+}
+
+static struct ibv_qp *make_rts(struct fx *f, uint32_t sq, uint32_t rq)
+{
+	return rts(make_qp(f, sq, rq));
 }
 
 static int post_send(struct fx *f, struct ibv_qp *qp, uint64_t id,
@@ -436,7 +436,7 @@ static void test_threads(void **state)
 				      .recv_cq = f->rcq,
 				      .cap = { 2048, 1, 1, 1, 0 },
 				      .qp_type = IBV_QPT_RC };
-	struct ibv_qp *qp = ibv_create_qp(f->pd, &a);
+	struct ibv_qp *qp = rts(ibv_create_qp(f->pd, &a));
 	struct poster p[4];
 	pthread_t t[4];
 	static struct ibv_wc wc[2100];
@@ -444,10 +444,6 @@ static void test_threads(void **state)
 	int i, n;
 	void *ret;
 
-	assert_non_null(qp);
-	assert_int_equal(to_init(qp), 0);
-	assert_int_equal(to_rtr(qp, 0), 0);
-	assert_int_equal(to_state(qp, IBV_QPS_RTS), 0);
 	for (i = 0; i < 4; i++) {
 		p[i] = (struct poster){ f, qp, i * 500 };
 		assert_int_equal(pthread_create(&t[i], NULL, post_many, &p[i]),
@@ -488,11 +484,7 @@ static void test_channel_and_overflow(void **state)
 
 	assert_non_null(cq);
 	assert_int_equal(cq->cqe, 1);
-	qp = ibv_create_qp(f->pd, &a);
-	assert_non_null(qp);
-	assert_int_equal(to_init(qp), 0);
-	assert_int_equal(to_rtr(qp, 0), 0);
-	assert_int_equal(to_state(qp, IBV_QPS_RTS), 0);
+	qp = rts(ibv_create_qp(f->pd, &a));
 	for (i = 0; i < 3; i++)
 		assert_int_equal(post_send(f, qp, (uint64_t)i, IBV_WR_SEND, 0),
 				 0);
@@ -529,14 +521,10 @@ static void test_resize_keeps_pending(void **state)
 				      .recv_cq = f->rcq,
 				      .cap = { 8, 1, 1, 1, 0 },
 				      .qp_type = IBV_QPT_RC };
-	struct ibv_qp *qp = ibv_create_qp(f->pd, &a);
+	struct ibv_qp *qp = rts(ibv_create_qp(f->pd, &a));
 	struct ibv_wc wc[16];
 	int i;
 
-	assert_non_null(qp);
-	assert_int_equal(to_init(qp), 0);
-	assert_int_equal(to_rtr(qp, 0), 0);
-	assert_int_equal(to_state(qp, IBV_QPS_RTS), 0);
 	for (i = 0; i < 3; i++)
 		assert_int_equal(post_send(f, qp, (uint64_t)i, IBV_WR_SEND, 0),
 				 0);
