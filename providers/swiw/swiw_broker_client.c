@@ -29,6 +29,7 @@
 #include "swiw_broker_proto.h"
 #include "swiw_config.h"
 #include "swiw_log.h"
+#include "swiw_mpa.h"
 
 #ifndef SWIW_BROKER_PATH
 #define SWIW_BROKER_PATH "/usr/libexec/swiw/swiw-broker"
@@ -603,28 +604,6 @@ static void addr_str(const void *a16, char *buf, size_t size)
 		inet_ntop(AF_INET6, a, buf, (socklen_t)size);
 }
 
-/*
- * The ULP private data of an MPA Request: after the 20-octet header and,
- * with rev 2 and the enhanced flag, the 4-octet RFC 6581 word.
- */
-static bool mpa_req_pd(const uint8_t *req, size_t len, const uint8_t **pd,
-		       size_t *pd_len)
-{
-	size_t plen, skip;
-
-	if (len < 20 || memcmp(req, "MPA ID Req Frame", 16))
-		return false;
-	plen = (size_t)req[18] << 8 | req[19];
-	if (len != 20 + plen)
-		return false;
-	skip = req[17] == 2 && (req[16] & 0x10) ? 4 : 0;
-	if (plen < skip)
-		return false;
-	*pd = req + 20 + skip;
-	*pd_len = plen - skip;
-	return true;
-}
-
 int swiw_broker_conn_verify(const struct swiw_broker_conn *c,
 			    const uint8_t peer_gid[16], uint32_t peer_qpn)
 {
@@ -632,8 +611,8 @@ int swiw_broker_conn_verify(const struct swiw_broker_conn *c,
 	socklen_t sl = sizeof(ss);
 	uint8_t real[16];
 	struct swiw_broker_pd pd;
-	const uint8_t *p;
-	size_t plen;
+	const u8 *p;
+	u16 plen;
 	char a[INET6_ADDRSTRLEN], w[INET6_ADDRSTRLEN];
 
 	if (!c || !peer_gid)
@@ -658,7 +637,7 @@ int swiw_broker_conn_verify(const struct swiw_broker_conn *c,
 			c->qpn, a, w);
 		return EACCES;
 	}
-	if (!mpa_req_pd(c->req, c->req_len, &p, &plen) ||
+	if (swiw_mpa_frame_ulp_pd(c->req, c->req_len, true, &p, &plen) ||
 	    swiw_broker_pd_decode(p, plen, &pd) ||
 	    pd.type != SWIW_BROKER_PD_REQUEST || pd.src_qpn != peer_qpn ||
 	    pd.dst_qpn != c->qpn || pd.nonce != c->nonce ||

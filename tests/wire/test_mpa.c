@@ -1768,6 +1768,50 @@ static void test_terminal(void **state)
 	}
 }
 
+/* Locating the ULP's private data in a whole frame, as the broker does. */
+static void test_frame_ulp_pd(void **state)
+{
+	u8 f[20 + 4 + 3];
+	const u8 *pd;
+	u16 len;
+
+	(void)state;
+	memcpy(f, MPA_KEY_REQ, 16);
+	f[16] = MPA_RR_FLAG_ENHANCED;
+	f[17] = MPA_REV_2;
+	f[18] = 0;
+	f[19] = 7; /* the RFC 6581 word, then "abc" */
+	memcpy(f + 20, (const u8[]){ 0, 1, 0, 1, 'a', 'b', 'c' }, 7);
+	assert_int_equal(swiw_mpa_frame_ulp_pd(f, sizeof(f), true, &pd, &len),
+			 0);
+	assert_int_equal(len, 3);
+	assert_memory_equal(pd, "abc", 3);
+	/* Rev 1 (or no 0x10 flag): every octet is the ULP's. */
+	f[17] = MPA_REV_1;
+	assert_int_equal(swiw_mpa_frame_ulp_pd(f, sizeof(f), true, &pd, &len),
+			 0);
+	assert_int_equal(len, 7);
+	assert_ptr_equal(pd, f + 20);
+	f[17] = MPA_REV_2;
+	f[16] = 0;
+	assert_int_equal(swiw_mpa_frame_ulp_pd(f, sizeof(f), true, &pd, &len),
+			 0);
+	assert_int_equal(len, 7);
+	/* A Reply key where a Request is expected, lengths that disagree,
+	 * an enhanced frame too short for its word. */
+	assert_int_equal(swiw_mpa_frame_ulp_pd(f, sizeof(f), false, &pd, &len),
+			 -EBADMSG);
+	assert_int_equal(swiw_mpa_frame_ulp_pd(f, sizeof(f) - 1, true, &pd,
+					       &len),
+			 -EBADMSG);
+	assert_int_equal(swiw_mpa_frame_ulp_pd(f, 19, true, &pd, &len),
+			 -EBADMSG);
+	f[16] = MPA_RR_FLAG_ENHANCED;
+	f[19] = 2;
+	assert_int_equal(swiw_mpa_frame_ulp_pd(f, 22, true, &pd, &len),
+			 -EBADMSG);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1799,6 +1843,7 @@ int main(void)
 		cmocka_unit_test(test_irdma_frames),
 		cmocka_unit_test(test_cxgb4_frames),
 		cmocka_unit_test(test_terminal),
+		cmocka_unit_test(test_frame_ulp_pd),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -304,8 +304,7 @@ static bool mpa_check_hdr(struct swiw_mpa *m)
 	} else if (rr.rev > m->cfg.rev) {
 		goto bad;
 	}
-	m->peer_enhanced = rr.rev == MPA_REV_2 &&
-			   (rr.flags & MPA_RR_FLAG_ENHANCED);
+	m->peer_enhanced = swiw_mpa_rr_enhanced(&rr);
 	if (m->peer_enhanced && m->pd_len < V2_SIZE)
 		goto bad;
 	return true;
@@ -718,5 +717,25 @@ int swiw_mpa_timeout(struct swiw_mpa *m)
 	if (swiw_mpa_deadline(m, NULL) == SWIW_MPA_DL_NONE)
 		return -EINVAL;
 	mpa_close(m, -ETIMEDOUT, SWIW_V_NONE, false);
+	return 0;
+}
+
+int swiw_mpa_frame_ulp_pd(const void *frame, size_t len, bool request,
+			  const u8 **pd, u16 *pd_len)
+{
+	struct mpa_rr rr;
+	u16 plen, skip;
+
+	if (len < sizeof(rr))
+		return -EBADMSG;
+	memcpy(&rr, frame, sizeof(rr));
+	if (memcmp(rr.key, request ? MPA_KEY_REQ : MPA_KEY_REP, MPA_KEY_LEN))
+		return -EBADMSG;
+	plen = swiw_be16_to_cpu(rr.pd_len);
+	skip = swiw_mpa_rr_enhanced(&rr) ? V2_SIZE : 0;
+	if (len != sizeof(rr) + plen || plen < skip)
+		return -EBADMSG;
+	*pd = (const u8 *)frame + sizeof(rr) + skip;
+	*pd_len = plen - skip;
 	return 0;
 }

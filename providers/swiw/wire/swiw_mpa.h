@@ -295,6 +295,22 @@ struct swiw_mpa {
 /*
  * Fills @cfg with the defaults documented above. Never fails.
  */
+/* A Request or Reply carries the RFC 6581 word: rev 2 and the 0x10 flag. */
+static inline bool swiw_mpa_rr_enhanced(const struct mpa_rr *rr)
+{
+	return rr->rev == MPA_REV_2 && (rr->flags & MPA_RR_FLAG_ENHANCED);
+}
+
+/*
+ * The ULP's private data in the whole Request (@request) or Reply frame
+ * @frame of @len octets, after the RFC 6581 word when the frame has one,
+ * for code that holds a frame the machine has already judged (the broker
+ * hands the Request over). Returns 0, or -EBADMSG when the key is not the
+ * expected one or the lengths do not add up.
+ */
+int swiw_mpa_frame_ulp_pd(const void *frame, size_t len, bool request,
+			  const u8 **pd, u16 *pd_len);
+
 void swiw_mpa_cfg_init(struct swiw_mpa_cfg *cfg);
 
 /*
