@@ -461,9 +461,13 @@ int swiw_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	enum ibv_qp_state state;
 	int err = 0;
 
+	/*
+	 * RTR is accepted: a QP connected by modify_qp has its stream from
+	 * RTR on, and perftest's send_bw server, which never goes to RTS,
+	 * posts its iWARP credit Writes there. The work waits for MPA.
+	 */
 	state = __atomic_load_n(&qp->state, __ATOMIC_ACQUIRE);
-	if (state == IBV_QPS_RESET || state == IBV_QPS_INIT ||
-	    state == IBV_QPS_RTR) {
+	if (state == IBV_QPS_RESET || state == IBV_QPS_INIT) {
 		*bad_wr = wr;
 		return EINVAL;
 	}

@@ -5,7 +5,7 @@
 # numbers over its own socket). Each must exit 0 and report its figures.
 . "$(dirname "$0")/lib.sh"
 
-need_cmd ib_write_bw ib_write_lat ib_read_bw ib_read_lat ib_send_lat \
+need_cmd ib_write_bw ib_write_lat ib_read_bw ib_read_lat ib_send_lat ib_send_bw \
 	ibv_srq_pingpong ss
 
 T_LIMIT=${SWIW_TEST_TIMEOUT:-60}
@@ -18,6 +18,18 @@ export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 
 listening() {
 	ss -Hltn "sport = :$1" | grep -q .
+}
+
+# perftest 4.5+0.17 deregisters the MR of its iWARP Send credits only
+# with -R, so without it ibv_dealloc_pd fails with EBUSY at exit, as the
+# kernel's does for any iWARP device, and the program exits 1 after its
+# report. pd_leak_ok RC STDERR: true if that is the only thing that failed.
+pd_leak_ok() {
+	[ "$1" -eq 1 ] || return 1
+	[ "$(grep -cv -e '^Failed to deallocate PD' \
+		-e '^Couldn.t destroy all SEND resources' \
+		-e '^[[:space:]]*$' -e '^swiw: ' <<<"$2")" -eq 0 ] || return 1
+	grep -q '^Failed to deallocate PD' <<<"$2"
 }
 
 # pair PROGRAM REPORT-ERE ARGS...: server in the background, then the
@@ -35,6 +47,10 @@ pair() {
 	swiw_run "$prog" -d swiw_lo -p "$port" "$@" 127.0.0.1
 	wait "$pid"
 	srv_rc=$?
+	if [ -n "${PD_LEAK:-}" ]; then
+		pd_leak_ok "$RC" "$ERR" && RC=0
+		pd_leak_ok "$srv_rc" "$(cat "$T_TMP/srv.err")" && srv_rc=0
+	fi
 	if [ "$RC" -ne 0 ] || [ "$srv_rc" -ne 0 ]; then
 		cat "$T_TMP/srv.out" "$T_TMP/srv.err" >&2
 		show_last >&2
@@ -56,5 +72,6 @@ pair ib_read_bw "$BW" -x 0 -n 500
 pair ib_write_lat "$LAT" -x 0 -n 500
 pair ib_read_lat "$LAT" -x 0 -n 500
 pair ib_send_lat "$LAT" -x 0 -n 500
+PD_LEAK=1 pair ib_send_bw "$BW" -x 0 -n 500
 pair ib_send_lat "$LAT" -x 0 -n 500 -s 65536
 pair ibv_srq_pingpong '^[0-9]+ iters in [0-9.]+ seconds' -g 0
