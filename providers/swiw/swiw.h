@@ -68,6 +68,7 @@ struct swiw_mr {
 	uint32_t stag; /* lkey == rkey: iWARP has one STag */
 	int access;
 	uint64_t iova;
+	bool invalid; /* invalidated (LOCAL_INV, Send with Invalidate) */
 };
 
 /*
@@ -300,6 +301,7 @@ enum swiw_mem_err {
 
 int swiw_mem_lookup(uint32_t stag, const struct ibv_pd *pd, int need,
 		    uint64_t to, uint64_t len, struct swiw_mem_ref *ref);
+int swiw_mem_invalidate(uint32_t stag, const struct ibv_pd *pd);
 
 /* swiw_event.c: async events and completion channels */
 int swiw_events_open(struct swiw_context *ctx);

@@ -34,7 +34,7 @@
 
 /* What the device does; grows as the data path does. */
 #define SWIW_DEVICE_CAP_FLAGS IBV_DEVICE_PORT_ACTIVE_EVENT
-#define SWIW_ATOMIC_CAP IBV_ATOMIC_NONE
+#define SWIW_ATOMIC_CAP IBV_ATOMIC_HCA
 
 /* Page sizes memory registration accepts (any: no hardware MTT). */
 #define SWIW_PAGE_SIZE_CAP 0xfffff000ULL

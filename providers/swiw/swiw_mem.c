@@ -140,7 +140,7 @@ int swiw_mem_lookup(uint32_t stag, const struct ibv_pd *pd, int need,
 		return SWIW_MEM_INVALID;
 	pthread_mutex_lock(&stag_lock);
 	mr = stag_table ? stag_table[idx] : NULL;
-	if (!mr || mr->stag != stag) {
+	if (!mr || mr->stag != stag || mr->invalid) {
 		err = SWIW_MEM_INVALID;
 	} else {
 		ref->addr = (uint8_t *)mr->vmr.ibv_mr.addr;
@@ -164,4 +164,31 @@ int swiw_mem_lookup(uint32_t stag, const struct ibv_pd *pd, int need,
 	if (to < ref->iova || end > ref->iova + ref->len)
 		return SWIW_MEM_BOUNDS;
 	return 0;
+}
+
+/*
+ * Invalidates @stag for @pd (LOCAL_INV, or a Send with Invalidate of the
+ * peer): afterwards every access through it fails as an invalid STag,
+ * until the region is deregistered (swiw has no fast registration to
+ * make it valid again). 0, SWIW_MEM_INVALID (unknown, stale key, or
+ * already invalid) or SWIW_MEM_NOT_ASSOC (another PD's).
+ */
+int swiw_mem_invalidate(uint32_t stag, const struct ibv_pd *pd)
+{
+	uint32_t idx = stag >> 8;
+	struct swiw_mr *mr;
+	int err = 0;
+
+	if (!idx || idx > SWIW_MAX_MR)
+		return SWIW_MEM_INVALID;
+	pthread_mutex_lock(&stag_lock);
+	mr = stag_table ? stag_table[idx] : NULL;
+	if (!mr || mr->stag != stag || mr->invalid)
+		err = SWIW_MEM_INVALID;
+	else if (mr->vmr.ibv_mr.pd != pd)
+		err = SWIW_MEM_NOT_ASSOC;
+	else
+		mr->invalid = true;
+	pthread_mutex_unlock(&stag_lock);
+	return err;
 }

@@ -59,19 +59,35 @@ struct infl {
 	bool done;
 };
 
-/* A READ of ours, waiting for its Read Response. */
+/*
+ * A Read or Atomic Request of ours, waiting for its response. Both go on
+ * queue 1 and are answered in order, so one FIFO (ORD) holds them. A READ
+ * with several SGEs is one Read Request per SGE; the last completes it.
+ */
 struct rd_out {
 	uint32_t slot; /* in infl[] */
 	uint32_t sink_stag;
+	bool atomic;
+	bool last; /* its response completes the WR */
+	uint8_t *result; /* atomic: the local 8 octets of the result */
 	struct swiw_ddp_progress prog;
 };
 
-/* A Read Request of the peer, waiting to be answered. */
+/* A Read or Atomic Request of the peer, waiting to be answered. */
 struct rresp {
+	bool atomic;
 	uint8_t *src;
 	uint32_t len;
 	uint32_t sink_stag;
 	uint64_t sink_to;
+	struct swiw_rdmap_atomic_resp aresp;
+};
+
+/* The local SGEs of a READ, one Read Request each. */
+struct rd_sink {
+	uint32_t lkey;
+	uint32_t len;
+	uint64_t laddr;
 };
 
 /* The receive WR the current untagged message goes into. */
@@ -124,7 +140,14 @@ struct swiw_stream {
 	struct seg_src src[SWIW_MAX_SGE];
 	uint32_t nsrc;
 	uint8_t inl[SWIW_MAX_INLINE];
-	uint32_t msn_send, msn_rreq;
+	uint32_t msn_send, msn_rreq, msn_aresp;
+	uint32_t atomic_id;
+	/* TX_SQE READ: the sinks still to be asked for. */
+	struct rd_sink rd_sink[SWIW_MAX_SGE_RD];
+	uint32_t rd_nsink, rd_next;
+	bool rd_more; /* more sinks wait for ORD room */
+	uint32_t rd_rkey;
+	uint64_t rd_raddr;
 	struct {
 		uint8_t hdr[SWIW_DDP_HDR_MAX];
 		struct swiw_fpdu_frame f;
@@ -152,6 +175,7 @@ struct swiw_stream {
 	struct rxbuf rqe;
 	uint64_t last_write_len, write_acc;
 	bool after_write; /* the last message in was a whole Write */
+	bool cq_full; /* a completion was lost: the QP fails */
 };
 
 static struct swiw_stream *streams, *graveyard;
@@ -197,10 +221,16 @@ static uint32_t qpn(const struct swiw_stream *s)
 	return s->qp->vqp.qp.qp_num;
 }
 
-static void push_cqe(struct swiw_cq *cq, struct swiw_cqe *e)
+/* A full CQ loses the completion and fails the QP (see overflow_check). */
+static void push_cqe(struct swiw_stream *s, struct swiw_cq *cq,
+		     struct swiw_cqe *e)
 {
-	if (swiw_engine_cq_push(cq, e))
-		swiw_warn("CQ overflow: a completion was lost");
+	if (swiw_engine_cq_push(cq, e) && !s->cq_full) {
+		swiw_err("QP %u: CQ overflow: a completion was lost, the QP "
+			 "goes to error",
+			 s->qp->vqp.qp.qp_num);
+		s->cq_full = true;
+	}
 }
 
 /* SQ completions go out in the order the WRs were posted. */
@@ -218,7 +248,7 @@ static void sq_drain(struct swiw_stream *s)
 			e.status = IBV_WC_SUCCESS;
 			e.bytes = w->bytes;
 			e.qp_num = qpn(s);
-			push_cqe(s->qp->scq, &e);
+			push_cqe(s, s->qp->scq, &e);
 		}
 		s->infl_head++;
 	}
@@ -246,7 +276,7 @@ static int lookup_tagged(void *ctx, unsigned int opcode, u32 stag,
 		if (s->rd_head == s->rd_tail)
 			return -ENOENT;
 		rd = &s->rd[s->rd_head % SWIW_MAX_ORD];
-		if (rd->sink_stag != stag)
+		if (rd->atomic || rd->sink_stag != stag)
 			return -ENOENT;
 		r->progress = &rd->prog;
 	}
@@ -261,6 +291,32 @@ static int lookup_tagged(void *ctx, unsigned int opcode, u32 stag,
 	return 0;
 }
 
+/*
+ * An SRQ armed with a limit raises IBV_EVENT_SRQ_LIMIT_REACHED once when
+ * fewer WRs than the limit are left, and is disarmed (limit 0). Counting
+ * only up to the limit keeps this cheap and needs no producer index.
+ */
+static void srq_limit_check(struct swiw_stream *s)
+{
+	struct swiw_srq *srq = s->qp->srq;
+	uint32_t limit = __atomic_load_n(&srq->limit, __ATOMIC_ACQUIRE);
+	struct swiw_ring *r = &srq->rq.eng;
+	uint32_t n;
+
+	if (!limit)
+		return;
+	for (n = 0; n < limit; n++)
+		if (!(swiw_ring_load_flags(r, swiw_ring_slot(r, r->pos + n)) &
+		      SWIW_SLOT_VALID))
+			break;
+	if (n >= limit ||
+	    !__atomic_compare_exchange_n(&srq->limit, &limit, 0, false,
+					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		return;
+	swiw_post_async(to_swiw_ctx(s->qp->vqp.qp.context),
+			IBV_EVENT_SRQ_LIMIT_REACHED, (uintptr_t)&srq->vsrq.srq);
+}
+
 /* Takes the next receive WR for message @msn and checks its SGEs. */
 static int lookup_untagged(void *ctx, u32 qn, u32 msn, struct swiw_ddp_rbuf *b)
 {
@@ -271,6 +327,16 @@ static int lookup_untagged(void *ctx, u32 qn, u32 msn, struct swiw_ddp_rbuf *b)
 	uint32_t i;
 
 	swiw_eng_assert_held();
+	if (qn == RDMAP_QN_ATOMIC_RESP) {
+		struct rd_out *rd = &s->rd[s->rd_head % SWIW_MAX_ORD];
+
+		if (s->rd_head == s->rd_tail || !rd->atomic)
+			return -ENOENT;
+		b->handle = rd;
+		b->len = RDMAP_ATOMIC_DATA_SIZE;
+		b->progress = NULL;
+		return 0;
+	}
 	if (qn != RDMAP_QN_SEND)
 		return -ENOENT;
 	if (!rb->valid || rb->msn != msn) {
@@ -304,6 +370,8 @@ static int lookup_untagged(void *ctx, u32 qn, u32 msn, struct swiw_ddp_rbuf *b)
 			rb->len += len;
 		}
 		swiw_ring_release(&s->qp->rq->eng, (void *)rqe);
+		if (s->qp->srq)
+			srq_limit_check(s);
 		if (rb->bad)
 			return -ENOENT;
 	}
@@ -536,6 +604,136 @@ static bool take_sges(struct swiw_stream *s, const struct swiw_sge *sge,
 	return true;
 }
 
+/* Room for one more Read or Atomic Request under ORD. */
+static bool ord_room(const struct swiw_stream *s)
+{
+	return s->rd_tail - s->rd_head < eff_ord(s);
+}
+
+/* Starts the Read Request for the next sink of the current READ. */
+static int rd_start_next(struct swiw_stream *s)
+{
+	struct rd_out *rd = &s->rd[s->rd_tail % SWIW_MAX_ORD];
+	struct swiw_rdmap_msg m = { .opcode = RDMAP_READ_REQ };
+	uint32_t i = s->rd_next;
+
+	memset(rd, 0, sizeof(*rd));
+	m.msn = s->msn_rreq++;
+	m.u.rreq.src_stag = s->rd_rkey;
+	m.u.rreq.src_to = s->rd_raddr;
+	if (s->rd_nsink) {
+		m.u.rreq.sink_stag = s->rd_sink[i].lkey;
+		m.u.rreq.sink_to = s->rd_sink[i].laddr;
+		m.u.rreq.size = s->rd_sink[i].len;
+		s->rd_raddr += s->rd_sink[i].len;
+	} else {
+		/* A zero-length READ: nothing to place, no sink to name. */
+		m.u.rreq.sink_stag = SWIW_MPA_RTR_STAG;
+	}
+	s->rd_next++;
+	rd->slot = s->slot;
+	rd->sink_stag = m.u.rreq.sink_stag;
+	rd->last = s->rd_next >= s->rd_nsink;
+	swiw_ddp_progress_expect(&rd->prog, m.u.rreq.sink_to, m.u.rreq.size);
+	s->nsrc = 0; /* a Read Request carries no payload */
+	if (msg_start(s, &m))
+		return -1;
+	s->rd_tail++;
+	return 0;
+}
+
+/*
+ * A READ's sinks: each SGE must be this PD's memory with LOCAL_WRITE,
+ * checked now as for a receive; zero-length SGEs are skipped.
+ */
+static bool rd_sinks(struct swiw_stream *s, const struct swiw_sqe *sqe,
+		     uint64_t *total)
+{
+	const struct swiw_sge *sge = (const void *)(sqe + 1);
+	uint32_t i;
+
+	s->rd_nsink = s->rd_next = 0;
+	*total = 0;
+	if (sqe->num_sge > SWIW_MAX_SGE_RD || (sqe->flags & SWIW_WQE_INLINE))
+		return false;
+	for (i = 0; i < sqe->num_sge; i++) {
+		struct swiw_mem_ref ref;
+
+		if (!sge[i].length)
+			continue;
+		if (swiw_mem_lookup(sge[i].lkey, s->qp->vqp.qp.pd,
+				    IBV_ACCESS_LOCAL_WRITE, sge[i].laddr,
+				    sge[i].length, &ref))
+			return false;
+		s->rd_sink[s->rd_nsink].lkey = sge[i].lkey;
+		s->rd_sink[s->rd_nsink].laddr = sge[i].laddr;
+		s->rd_sink[s->rd_nsink].len = sge[i].length;
+		s->rd_nsink++;
+		*total += sge[i].length;
+	}
+	s->rd_rkey = sqe->rkey;
+	s->rd_raddr = sqe->raddr;
+	return true;
+}
+
+/* An atomic WR: the request, and where its result goes. */
+static bool atomic_req(struct swiw_stream *s, const struct swiw_sqe *sqe,
+		       struct swiw_rdmap_msg *m)
+{
+	const struct swiw_sge *sge = (const void *)(sqe + 1);
+	struct rd_out *rd = &s->rd[s->rd_tail % SWIW_MAX_ORD];
+	struct swiw_rdmap_atomic_req *a = &m->u.areq;
+	struct swiw_mem_ref ref;
+
+	if (sqe->num_sge != 1 || (sqe->flags & SWIW_WQE_INLINE) ||
+	    sge->length != RDMAP_ATOMIC_DATA_SIZE ||
+	    swiw_mem_lookup(sge->lkey, s->qp->vqp.qp.pd, IBV_ACCESS_LOCAL_WRITE,
+			    sge->laddr, RDMAP_ATOMIC_DATA_SIZE, &ref))
+		return false;
+	memset(rd, 0, sizeof(*rd));
+	rd->slot = s->slot;
+	rd->atomic = true;
+	rd->last = true;
+	rd->result = ref.addr + (sge->laddr - ref.iova);
+	m->opcode = RDMAP_ATOMIC_REQ;
+	m->msn = s->msn_rreq++;
+	a->req_id = s->atomic_id++;
+	a->stag = sqe->rkey;
+	a->to = sqe->raddr;
+	a->add_swap = sqe->opcode == SWIW_OP_FETCH_ADD ? sqe->compare_add :
+							 sqe->swap;
+	if (sqe->opcode == SWIW_OP_FETCH_ADD) {
+		a->op = RDMAP_ATOMIC_FETCH_ADD;
+		a->add_swap_mask = 0; /* one 64-bit addition */
+	} else {
+		a->op = RDMAP_ATOMIC_CMP_SWAP;
+		a->compare = sqe->compare_add;
+		a->add_swap_mask = ~0ull;
+		a->compare_mask = ~0ull;
+	}
+	s->nsrc = 0;
+	return true;
+}
+
+/* LOCAL_INV: done at once, in order with the WRs before it. */
+static int local_inv(struct swiw_stream *s, uint32_t stag)
+{
+	int err = swiw_mem_invalidate(stag, s->qp->vqp.qp.pd);
+
+	if (err) {
+		swiw_info("QP %u: LOCAL_INV of STag 0x%x failed (%s)", qpn(s),
+			  stag,
+			  err == SWIW_MEM_NOT_ASSOC ? "another PD's" :
+						      "not valid");
+		stream_fail(s, SWIW_V_NONE, NULL, 0, IBV_WC_LOC_PROT_ERR,
+			    IBV_EVENT_QP_FATAL);
+		return -1;
+	}
+	s->infl[s->slot & s->infl_mask].done = true;
+	sq_drain(s);
+	return 0;
+}
+
 /* Takes the next SQE and starts its message. 1: started, 0: nothing to
  * do now, -1: the stream failed. */
 static int next_sqe(struct swiw_stream *s)
@@ -546,6 +744,7 @@ static int next_sqe(struct swiw_stream *s)
 	struct infl *w;
 	uint64_t total = 0;
 	bool ok = true;
+	uint8_t op;
 
 	sqe = swiw_ring_cons_slot(&qp->sq_eng);
 	if (!sqe) {
@@ -558,22 +757,34 @@ static int next_sqe(struct swiw_stream *s)
 			return 0;
 		__atomic_store_n(&qp->sq_armed, 0, __ATOMIC_RELAXED);
 	}
-	if (sqe->opcode == SWIW_OP_READ &&
-	    s->rd_tail - s->rd_head >= eff_ord(s))
-		return 0; /* ORD reached: a Read Response frees a slot */
+	op = sqe->opcode;
+	/* A fenced WR waits for every READ and atomic before it. */
+	if ((sqe->flags & SWIW_WQE_FENCE) && s->rd_head != s->rd_tail)
+		return 0;
+	if ((op == SWIW_OP_READ || op == SWIW_OP_FETCH_ADD ||
+	     op == SWIW_OP_CMP_SWAP) &&
+	    !ord_room(s))
+		return 0; /* ORD reached: a response frees a slot */
 	if (s->infl_tail - s->infl_head > s->infl_mask)
 		return 0; /* cannot happen: the SQ is no larger */
 
 	w = &s->infl[s->infl_tail & s->infl_mask];
 	memset(w, 0, sizeof(*w));
 	w->id = sqe->id;
-	w->opcode = sqe->opcode;
+	w->opcode = op;
 	w->signalled = sqe->flags & SWIW_WQE_SIGNALLED;
 	s->slot = s->infl_tail++;
-	s->sq_op = sqe->opcode;
+	s->sq_op = op;
 	s->phase = 0;
 	memcpy(&s->imm, &sqe->imm_data, sizeof(s->imm));
-	if (sqe->flags & SWIW_WQE_INLINE) {
+	if (op == SWIW_OP_READ) {
+		ok = rd_sinks(s, sqe, &total);
+	} else if (op == SWIW_OP_FETCH_ADD || op == SWIW_OP_CMP_SWAP) {
+		ok = atomic_req(s, sqe, &m);
+		total = RDMAP_ATOMIC_DATA_SIZE;
+	} else if (op == SWIW_OP_LOCAL_INV) {
+		ok = !sqe->num_sge && !(sqe->flags & SWIW_WQE_INLINE);
+	} else if (sqe->flags & SWIW_WQE_INLINE) {
 		uint32_t len = sqe->inline_len;
 
 		if (len > sizeof(s->inl) || len > qp->max_inline)
@@ -589,11 +800,10 @@ static int next_sqe(struct swiw_stream *s)
 			      sqe->num_sge, &total)) {
 		ok = false;
 	}
-	switch (sqe->opcode) {
+	switch (op) {
 	case SWIW_OP_SEND:
 	case SWIW_OP_SEND_INV:
-		m.opcode = send_opcode(sqe->opcode,
-				       sqe->flags & SWIW_WQE_SOLICITED);
+		m.opcode = send_opcode(op, sqe->flags & SWIW_WQE_SOLICITED);
 		m.len = (u32)total;
 		m.msn = s->msn_send++;
 		m.inval_stag = sqe->rkey;
@@ -613,42 +823,33 @@ static int next_sqe(struct swiw_stream *s)
 		m.stag = sqe->rkey;
 		m.to = sqe->raddr;
 		break;
-	case SWIW_OP_READ: {
-		struct rd_out *rd = &s->rd[s->rd_tail % SWIW_MAX_ORD];
-		const struct swiw_sge *sg = (const void *)(sqe + 1);
-
-		if (sqe->num_sge > 1 || (sqe->flags & SWIW_WQE_INLINE)) {
-			ok = false;
-			break;
-		}
-		m.opcode = RDMAP_READ_REQ;
-		m.msn = s->msn_rreq++;
-		m.u.rreq.sink_stag = sqe->num_sge ? sg->lkey :
-						    SWIW_MPA_RTR_STAG;
-		m.u.rreq.sink_to = sqe->num_sge ? sg->laddr : 0;
-		m.u.rreq.size = (u32)total;
-		m.u.rreq.src_stag = sqe->rkey;
-		m.u.rreq.src_to = sqe->raddr;
-		if (!total)
-			m.u.rreq.sink_stag = SWIW_MPA_RTR_STAG;
-		rd->slot = s->slot;
-		rd->sink_stag = m.u.rreq.sink_stag;
-		swiw_ddp_progress_expect(&rd->prog, m.u.rreq.sink_to, total);
-		s->nsrc = 0; /* a Read Request carries no payload */
+	case SWIW_OP_READ:
+	case SWIW_OP_FETCH_ADD:
+	case SWIW_OP_CMP_SWAP:
+	case SWIW_OP_LOCAL_INV:
 		break;
-	}
 	default:
-		ok = false; /* atomics, LOCAL_INV: not yet */
+		ok = false;
 		break;
 	}
 	w->bytes = (uint32_t)total;
-	swiw_ring_release(&qp->sq_eng, (void *)sqe);
-	if (!ok || msg_start(s, &m)) {
+	{
+		uint32_t inv = sqe->rkey;
+
+		swiw_ring_release(&qp->sq_eng, (void *)sqe);
+		if (ok && op == SWIW_OP_LOCAL_INV)
+			return local_inv(s, inv) ? -1 : 1;
+	}
+	if (ok && op == SWIW_OP_READ)
+		ok = !rd_start_next(s);
+	else if (ok)
+		ok = !msg_start(s, &m);
+	if (!ok) {
 		stream_fail(s, SWIW_V_NONE, NULL, 0, IBV_WC_LOC_QP_OP_ERR,
 			    IBV_EVENT_QP_FATAL);
 		return -1;
 	}
-	if (s->sq_op == SWIW_OP_READ)
+	if (op == SWIW_OP_FETCH_ADD || op == SWIW_OP_CMP_SWAP)
 		s->rd_tail++;
 	s->kind = TX_SQE;
 	return 1;
@@ -678,7 +879,11 @@ static void msg_done(struct swiw_stream *s)
 				s->kind = TX_SQE;
 			return;
 		}
-		if (s->sq_op != SWIW_OP_READ) {
+		if (s->sq_op == SWIW_OP_READ) {
+			/* Read Responses to the peer may go between. */
+			s->rd_more = s->rd_next < s->rd_nsink;
+		} else if (s->sq_op != SWIW_OP_FETCH_ADD &&
+			   s->sq_op != SWIW_OP_CMP_SWAP) {
 			s->infl[s->slot & s->infl_mask].done = true;
 			sq_drain(s);
 		}
@@ -690,6 +895,15 @@ static void start_rresp(struct swiw_stream *s)
 	struct rresp *r = &s->rr[s->rr_head % SWIW_MAX_IRD];
 	struct swiw_rdmap_msg m = { .opcode = RDMAP_READ_RESP };
 
+	if (r->atomic) {
+		m.opcode = RDMAP_ATOMIC_RESP;
+		m.msn = s->msn_aresp++;
+		m.u.aresp = r->aresp;
+		s->nsrc = 0;
+		if (!msg_start(s, &m))
+			s->kind = TX_RRESP;
+		return;
+	}
 	m.len = r->len;
 	m.stag = r->sink_stag;
 	m.to = r->sink_to;
@@ -723,10 +937,27 @@ static bool tx_pump(struct swiw_stream *s)
 			continue;
 		}
 		if (s->kind == TX_NONE) {
-			if (s->rr_head != s->rr_tail)
+			if (s->rr_head != s->rr_tail) {
 				start_rresp(s);
-			else if (next_sqe(s) <= 0)
-				return moved;
+			} else if (s->rd_more) {
+				if (!ord_room(s))
+					return moved;
+				s->rd_more = false;
+				if (rd_start_next(s)) {
+					stream_fail(s, SWIW_V_NONE, NULL, 0,
+						    IBV_WC_LOC_QP_OP_ERR,
+						    IBV_EVENT_QP_FATAL);
+					return true;
+				}
+				s->kind = TX_SQE;
+			} else {
+				if (next_sqe(s) <= 0)
+					return moved;
+				if (s->kind == TX_NONE) {
+					moved = true; /* LOCAL_INV */
+					continue;
+				}
+			}
 			if (s->kind == TX_NONE)
 				return moved;
 		}
@@ -826,7 +1057,7 @@ static void stream_fail(struct swiw_stream *s, enum swiw_violation v,
 		if (first && sq_status >= 0 && !w->done)
 			e.status = (uint16_t)sq_status;
 		first = false;
-		push_cqe(qp->scq, &e);
+		push_cqe(s, qp->scq, &e);
 	}
 	if (first && sq_status >= 0) {
 		const struct swiw_sqe *sqe = swiw_ring_cons_slot(&qp->sq_eng);
@@ -838,10 +1069,11 @@ static void stream_fail(struct swiw_stream *s, enum swiw_violation v,
 					      .qp_num = qpn(s) };
 
 			swiw_ring_release(&qp->sq_eng, (void *)sqe);
-			push_cqe(qp->scq, &e);
+			push_cqe(s, qp->scq, &e);
 		}
 	}
 	s->rd_head = s->rd_tail = s->rr_head = s->rr_tail = 0;
+	s->rd_more = false;
 	s->kind = TX_NONE;
 	if (s->rqe.valid) {
 		struct swiw_cqe e = { .id = s->rqe.id,
@@ -850,7 +1082,7 @@ static void stream_fail(struct swiw_stream *s, enum swiw_violation v,
 				      .qp_num = qpn(s) };
 
 		s->rqe.valid = false;
-		push_cqe(qp->rcq, &e);
+		push_cqe(s, qp->rcq, &e);
 	}
 	swiw_engine_flush_qp_locked(qp);
 	if (ev)
@@ -922,7 +1154,53 @@ static void complete_recv(struct swiw_stream *s, uint8_t op, uint32_t bytes,
 			      .src_qp = s->qp->dest_qpn };
 
 	s->rqe.valid = false;
-	push_cqe(s->qp->rcq, &e);
+	push_cqe(s, s->qp->rcq, &e);
+}
+
+/* A Send with Invalidate arrived whole: its STag goes first. */
+static bool remote_inv(struct swiw_stream *s, uint32_t stag)
+{
+	int err = swiw_mem_invalidate(stag, s->qp->vqp.qp.pd);
+
+	if (!err)
+		return true;
+	fail_violation(s,
+		       err == SWIW_MEM_NOT_ASSOC ? SWIW_V_RDMAP_STAG_NOT_ASSOC :
+						   SWIW_V_RDMAP_CANT_INVALIDATE,
+		       NULL, 0);
+	return false;
+}
+
+/*
+ * An Atomic Request passed every check: run it on the target's 8 octets
+ * with a compare-and-swap loop, so that it is atomic against every other
+ * atomic and CPU access, and queue the response in order with the Read
+ * Responses.
+ */
+static void atomic_exec(struct swiw_stream *s)
+{
+	const struct swiw_rdmap_atomic_req *a = &s->seg.u.areq;
+	struct rresp *r = &s->rr[s->rr_tail % SWIW_MAX_IRD];
+	uint64_t *t = (uint64_t *)(void *)(s->tref.addr + s->dst.offset);
+	uint64_t orig, next;
+
+	if ((uintptr_t)t & 7) {
+		/* Aligned TO, unaligned address (a region registered at
+		 * another iova): no atomic instruction can do it. */
+		fail_violation(s, SWIW_V_RDMAP_ATOMIC_ALIGN, NULL, 0);
+		return;
+	}
+	orig = __atomic_load_n(t, __ATOMIC_ACQUIRE);
+	do {
+		next = swiw_rdmap_atomic_apply(a, orig);
+	} while (next != orig && !__atomic_compare_exchange_n(
+					 t, &orig, next, false,
+					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
+	memset(r, 0, sizeof(*r));
+	r->atomic = true;
+	r->aresp.req_id = a->req_id;
+	r->aresp.orig = orig;
+	s->rr_tail++;
 }
 
 static enum swiw_mpa_rtr rtr_kind(const struct swiw_ddp_seg *g)
@@ -964,8 +1242,11 @@ static void on_end(struct swiw_stream *s)
 				struct rd_out *rd =
 					&s->rd[s->rd_head++ % SWIW_MAX_ORD];
 
-				s->infl[rd->slot & s->infl_mask].done = true;
-				sq_drain(s);
+				if (rd->last) {
+					s->infl[rd->slot & s->infl_mask].done =
+						true;
+					sq_drain(s);
+				}
 			}
 		} else if (g->tagged) {
 			s->after_write = true;
@@ -975,8 +1256,11 @@ static void on_end(struct swiw_stream *s)
 			fl = 0;
 			if (g->op->flags & SWIW_OPF_SE)
 				fl |= SWIW_CQE_SOLICITED;
-			if (g->op->flags & SWIW_OPF_INVAL)
+			if (g->op->flags & SWIW_OPF_INVAL) {
+				if (!remote_inv(s, g->rsvd_ulp))
+					return;
 				fl |= SWIW_CQE_INV;
+			}
 			complete_recv(s, SWIW_OP_RECV,
 				      (uint32_t)(d->offset + d->len), fl,
 				      g->rsvd_ulp);
@@ -1000,6 +1284,7 @@ static void on_end(struct swiw_stream *s)
 	case SWIW_DDP_READ_REQ: {
 		struct rresp *r = &s->rr[s->rr_tail++ % SWIW_MAX_IRD];
 
+		r->atomic = false;
 		r->src = d->handle ? s->tref.addr + d->offset : NULL;
 		r->len = d->handle ? (uint32_t)d->len : 0;
 		r->sink_stag = g->u.rreq.sink_stag;
@@ -1013,8 +1298,19 @@ static void on_end(struct swiw_stream *s)
 						       g->u.term.ecode),
 			    IBV_EVENT_QP_FATAL);
 		break;
+	case SWIW_DDP_ATOMIC_REQ:
+		atomic_exec(s);
+		break;
+	case SWIW_DDP_ATOMIC_RESP: {
+		struct rd_out *rd = &s->rd[s->rd_head++ % SWIW_MAX_ORD];
+		uint64_t orig = g->u.aresp.orig;
+
+		memcpy(rd->result, &orig, sizeof(orig));
+		s->infl[rd->slot & s->infl_mask].done = true;
+		sq_drain(s);
+		break;
+	}
 	default:
-		/* Atomics are not offered: unexpected here. */
 		fail_violation(s, SWIW_V_RDMAP_OPCODE, NULL, 0);
 		break;
 	}
@@ -1199,7 +1495,7 @@ static int fpdu_setup(struct swiw_stream *s)
 	    swiw_ddp_rx_init(&s->drx, &mem_ops, s,
 			     SWIW_DDP_RX_ORDERED | SWIW_DDP_RX_RFC7306, s->ird))
 		return -EINVAL;
-	s->msn_send = s->msn_rreq = 1;
+	s->msn_send = s->msn_rreq = s->msn_aresp = 1;
 	s->fpdu_setup = true;
 	return 0;
 }
@@ -1357,11 +1653,25 @@ static void mpa_rx(struct swiw_stream *s)
 
 /* Engine entry points --------------------------------------------------- */
 
+/*
+ * A completion the application's CQ had no room for is lost: the CQ is in
+ * error (swiw_engine_cq_push raised IBV_EVENT_CQ_ERR) and so is the QP.
+ */
+static void overflow_check(struct swiw_stream *s)
+{
+	if (s->cq_full && !s->failed)
+		stream_fail(s, SWIW_V_NONE, NULL, 0, -1, IBV_EVENT_QP_FATAL);
+}
+
 bool swiw_stream_pump(struct swiw_stream *s)
 {
+	bool moved;
+
 	if (s->failed || s->dead)
 		return false;
-	return tx_pump(s);
+	moved = tx_pump(s);
+	overflow_check(s);
+	return moved;
 }
 
 bool swiw_streams_pump_all(void)
@@ -1391,6 +1701,7 @@ void swiw_stream_event(struct swiw_stream *s, uint32_t events)
 	}
 	if (!s->failed)
 		tx_pump(s);
+	overflow_check(s);
 }
 
 static void stream_free(struct swiw_stream *s)

@@ -83,7 +83,8 @@ static int to_rts(struct ibv_qp *qp, uint32_t peer)
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT,
 				 .port_num = 1,
 				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
-						    IBV_ACCESS_REMOTE_READ };
+						    IBV_ACCESS_REMOTE_READ |
+						    IBV_ACCESS_REMOTE_ATOMIC };
 
 	if (ibv_modify_qp(qp, &a,
 			  IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
@@ -599,17 +600,376 @@ static void test_peer_closed(void **state)
 	assert_int_equal(t, IBV_EVENT_QP_FATAL);
 }
 
+/* An atomic WR on @s: result to @res, target (@raddr, @rkey). */
+static void post_atomic(struct side *s, uint64_t id, enum ibv_wr_opcode op,
+			uint64_t *res, struct ibv_mr *mr, uint64_t raddr,
+			uint32_t rkey, uint64_t cmp_add, uint64_t swap)
+{
+	struct ibv_sge sge = { (uintptr_t)res, 8, mr->lkey };
+	struct ibv_send_wr wr = { .wr_id = id,
+				  .sg_list = &sge,
+				  .num_sge = 1,
+				  .opcode = op,
+				  .send_flags = IBV_SEND_SIGNALED },
+			   *bad;
+
+	wr.wr.atomic.remote_addr = raddr;
+	wr.wr.atomic.rkey = rkey;
+	wr.wr.atomic.compare_add = cmp_add;
+	wr.wr.atomic.swap = swap;
+	assert_int_equal(ibv_post_send(s->qp, &wr, &bad), 0);
+}
+
+/* RFC 7306 FetchAdd and CompareSwap against host-order memory. */
+static void test_atomics(void **state)
+{
+	struct fx *f = *state;
+	uint64_t *tgt = (uint64_t *)(void *)(f->b.dst + 4096);
+	uint64_t *res = (uint64_t *)(void *)(f->a.dst + 64);
+	struct ibv_mr *amr =
+		ibv_reg_mr(f->pd, f->b.dst, 8192,
+			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC);
+	struct ibv_device_attr da;
+	struct ibv_wc wc[4];
+	int i;
+
+	assert_int_equal(ibv_query_device(f->ctx, &da), 0);
+	assert_int_not_equal(da.atomic_cap, IBV_ATOMIC_NONE);
+	assert_non_null(amr);
+	*tgt = 0xfffffffffull;
+	for (i = 0; i < 3; i++)
+		post_atomic(&f->a, (uint64_t)i, IBV_WR_ATOMIC_FETCH_AND_ADD,
+			    res + i, f->a.dmr, (uintptr_t)tgt, amr->rkey,
+			    0x100000001ull, 0);
+	assert_int_equal(wait_cq(f->a.scq, wc, 3), 3);
+	for (i = 0; i < 3; i++) {
+		check_wc(&wc[i], (uint64_t)i, IBV_WC_FETCH_ADD, 0);
+		assert_int_equal(wc[i].byte_len, 8);
+		assert_int_equal(res[i], 0xfffffffffull + i * 0x100000001ull);
+	}
+	assert_int_equal(*tgt, 0xfffffffffull + 3 * 0x100000001ull);
+
+	/* A swap that matches, then one that does not. */
+	post_atomic(&f->a, 10, IBV_WR_ATOMIC_CMP_AND_SWP, res, f->a.dmr,
+		    (uintptr_t)tgt, amr->rkey, *tgt, 42);
+	post_atomic(&f->a, 11, IBV_WR_ATOMIC_CMP_AND_SWP, res + 1, f->a.dmr,
+		    (uintptr_t)tgt, amr->rkey, 7, 99);
+	assert_int_equal(wait_cq(f->a.scq, wc, 2), 2);
+	check_wc(&wc[0], 10, IBV_WC_COMP_SWAP, 0);
+	check_wc(&wc[1], 11, IBV_WC_COMP_SWAP, 0);
+	assert_int_equal(res[0], 0xfffffffffull + 3 * 0x100000001ull);
+	assert_int_equal(res[1], 42);
+	assert_int_equal(*tgt, 42);
+	/* Misaligned or not 8 octets: refused at post, nothing queued. */
+	{
+		struct ibv_sge sge = { (uintptr_t)res, 8, f->a.dmr->lkey };
+		struct ibv_send_wr wr = { .sg_list = &sge,
+					  .num_sge = 1,
+					  .opcode =
+						  IBV_WR_ATOMIC_FETCH_AND_ADD },
+				   *bad;
+
+		wr.wr.atomic.remote_addr = (uintptr_t)tgt + 4;
+		wr.wr.atomic.rkey = amr->rkey;
+		assert_int_equal(ibv_post_send(f->a.qp, &wr, &bad), EINVAL);
+		assert_ptr_equal(bad, &wr);
+	}
+	expect_none(f->a.scq, 10);
+	ibv_dereg_mr(amr);
+}
+
+/* An atomic on a region without REMOTE_ATOMIC: a protection error. */
+static void test_atomic_no_right(void **state)
+{
+	struct fx *f = *state;
+	uint64_t *res = (uint64_t *)(void *)(f->a.dst + 64);
+	struct ibv_wc wc;
+	enum ibv_event_type t;
+
+	post_atomic(&f->a, 1, IBV_WR_ATOMIC_FETCH_AND_ADD, res, f->a.dmr,
+		    (uintptr_t)f->b.dst, f->b.dmr->rkey, 1, 0);
+	assert_int_equal(wait_cq(f->a.scq, &wc, 1), 1);
+	assert_int_equal(wc.status, IBV_WC_REM_ACCESS_ERR);
+	assert_int_equal(get_event(f, f->b.qp, &t), 0);
+	assert_int_equal(t, IBV_EVENT_QP_ACCESS_ERR);
+}
+
+/* A READ into three SGEs: one Read Request each, one completion. */
+static void test_read_sges(void **state)
+{
+	struct fx *f = *state;
+	struct ibv_sge sg[3] = {
+		{ (uintptr_t)f->a.dst, 1000, f->a.dmr->lkey },
+		{ (uintptr_t)f->a.dst + 8192, 0, f->a.dmr->lkey },
+		{ (uintptr_t)f->a.dst + 65536, 70000, f->a.dmr->lkey },
+	};
+	struct ibv_wc wc;
+
+	fill(f->b.src, 71000, 9);
+	post(&f->a, 5, IBV_WR_RDMA_READ, sg, 3, IBV_SEND_SIGNALED,
+	     (uintptr_t)f->b.src, f->b.smr->rkey, 0);
+	assert_int_equal(wait_cq(f->a.scq, &wc, 1), 1);
+	check_wc(&wc, 5, IBV_WC_RDMA_READ, 0);
+	assert_memory_equal(f->a.dst, f->b.src, 1000);
+	assert_memory_equal(f->a.dst + 65536, f->b.src + 1000, 70000);
+	expect_none(f->a.scq, 10);
+}
+
+/*
+ * A fenced Send after a READ into its own source: the Send must carry
+ * what the READ brought, so it may not start before the READ is done.
+ */
+static void test_fence(void **state)
+{
+	struct fx *f = *state;
+	struct ibv_sge rs = { (uintptr_t)f->a.src, 256 * 1024, f->a.smr->lkey };
+	struct ibv_wc wc[2];
+
+	fill(f->b.src, 256 * 1024, 77);
+	memset(f->a.src, 0, 256 * 1024);
+	post_recv(&f->b, 1, f->b.dst, 256 * 1024);
+	post(&f->a, 1, IBV_WR_RDMA_READ, &rs, 1, IBV_SEND_SIGNALED,
+	     (uintptr_t)f->b.src, f->b.smr->rkey, 0);
+	post(&f->a, 2, IBV_WR_SEND, &rs, 1, IBV_SEND_SIGNALED | IBV_SEND_FENCE,
+	     0, 0, 0);
+	assert_int_equal(wait_cq(f->a.scq, wc, 2), 2);
+	check_wc(&wc[0], 1, IBV_WC_RDMA_READ, 0);
+	check_wc(&wc[1], 2, IBV_WC_SEND, 0);
+	assert_int_equal(wait_cq(f->b.rcq, wc, 1), 1);
+	check_wc(&wc[0], 1, IBV_WC_RECV, 256 * 1024);
+	assert_memory_equal(f->b.dst, f->b.src, 256 * 1024);
+}
+
+/* LOCAL_INV completes in order; the STag then fails remote access. */
+static void test_local_inv(void **state)
+{
+	struct fx *f = *state;
+	struct ibv_mr *mr = ibv_reg_mr(f->pd, f->b.dst, 8192, MR_ACC);
+	struct ibv_send_wr wr = { .wr_id = 9,
+				  .opcode = IBV_WR_LOCAL_INV,
+				  .send_flags = IBV_SEND_SIGNALED },
+			   *bad;
+	struct ibv_wc wc;
+
+	assert_non_null(mr);
+	wr.invalidate_rkey = mr->rkey;
+	assert_int_equal(ibv_post_send(f->b.qp, &wr, &bad), 0);
+	assert_int_equal(wait_cq(f->b.scq, &wc, 1), 1);
+	check_wc(&wc, 9, IBV_WC_LOCAL_INV, 0);
+	bad_access(f, false, mr->rkey, (uintptr_t)f->b.dst,
+		   IBV_EVENT_QP_ACCESS_ERR);
+	ibv_dereg_mr(mr);
+}
+
+/* Send with Invalidate: the receiver is told, and the STag is gone. */
+static void test_send_inv(void **state)
+{
+	struct fx *f = *state;
+	struct ibv_mr *mr = ibv_reg_mr(f->pd, f->b.dst, 8192, MR_ACC);
+	struct ibv_sge sge = { (uintptr_t)f->a.src, 100, f->a.smr->lkey };
+	struct ibv_send_wr wr = { .wr_id = 4,
+				  .sg_list = &sge,
+				  .num_sge = 1,
+				  .opcode = IBV_WR_SEND_WITH_INV,
+				  .send_flags = IBV_SEND_SIGNALED },
+			   *bad;
+	struct ibv_wc wc;
+
+	assert_non_null(mr);
+	wr.invalidate_rkey = mr->rkey;
+	post_recv(&f->b, 7, f->b.dst + 16384, 4096);
+	assert_int_equal(ibv_post_send(f->a.qp, &wr, &bad), 0);
+	assert_int_equal(wait_cq(f->a.scq, &wc, 1), 1);
+	check_wc(&wc, 4, IBV_WC_SEND, 0);
+	assert_int_equal(wait_cq(f->b.rcq, &wc, 1), 1);
+	check_wc(&wc, 7, IBV_WC_RECV, 100);
+	assert_true(wc.wc_flags & IBV_WC_WITH_INV);
+	assert_int_equal(wc.invalidated_rkey, mr->rkey);
+	bad_access(f, false, mr->rkey, (uintptr_t)f->b.dst,
+		   IBV_EVENT_QP_ACCESS_ERR);
+	ibv_dereg_mr(mr);
+}
+
+/* Invalidating an STag that is not valid: RDMAP 1/0x07 to the sender. */
+static void test_send_inv_bad(void **state)
+{
+	struct fx *f = *state;
+	struct ibv_sge sge = { (uintptr_t)f->a.src, 100, f->a.smr->lkey };
+	struct ibv_send_wr wr = { .wr_id = 4,
+				  .sg_list = &sge,
+				  .num_sge = 1,
+				  .opcode = IBV_WR_SEND_WITH_INV,
+				  .send_flags = IBV_SEND_SIGNALED,
+				  .invalidate_rkey = f->b.dmr->rkey ^ 0x33 },
+			   *bad;
+	struct ibv_wc wc[2];
+	enum ibv_event_type t;
+
+	post_recv(&f->b, 7, f->b.dst, 4096);
+	assert_int_equal(ibv_post_send(f->a.qp, &wr, &bad), 0);
+	assert_int_equal(wait_cq(f->b.rcq, wc, 1), 1);
+	assert_int_not_equal(wc[0].status, IBV_WC_SUCCESS);
+	assert_int_equal(get_event(f, f->b.qp, &t), 0);
+	/* The Send itself went out whole; the TERMINATE fails the QP. */
+	assert_int_equal(collect(f->a.scq, wc, 2), 1);
+	assert_true(wc[0].status == IBV_WC_SUCCESS ||
+		    wc[0].status == IBV_WC_REM_ACCESS_ERR);
+	assert_int_equal(get_event(f, f->a.qp, &t), 0);
+	assert_int_equal(t, IBV_EVENT_QP_FATAL);
+}
+
+/* An SRQ armed with a limit reports it once, then is disarmed. */
+static void test_srq_limit(void **state)
+{
+	struct fx *f = *state;
+	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 16,
+						  .max_sge = 1 } };
+	struct ibv_srq *srq = ibv_create_srq(f->pd, &sa);
+	struct ibv_qp_init_attr qa = { .send_cq = f->b.scq,
+				       .recv_cq = f->b.rcq,
+				       .cap = { .max_send_wr = 16,
+						.max_send_sge = 1 },
+				       .qp_type = IBV_QPT_RC };
+	struct ibv_sge sge = { (uintptr_t)f->a.src, 64, f->a.smr->lkey };
+	struct ibv_srq_attr attr = { .srq_limit = 4 };
+	struct ibv_async_event ev;
+	struct pollfd p = { .fd = f->ctx->async_fd, .events = POLLIN };
+	struct ibv_qp *rq, *sq;
+	struct ibv_wc wc[8];
+	int i, got = 0;
+
+	assert_non_null(srq);
+	qa.srq = srq;
+	rq = ibv_create_qp(f->pd, &qa);
+	assert_non_null(rq);
+	qa.srq = NULL;
+	qa.send_cq = f->a.scq;
+	qa.recv_cq = f->a.rcq;
+	qa.cap.max_recv_wr = 4;
+	qa.cap.max_recv_sge = 1;
+	sq = ibv_create_qp(f->pd, &qa);
+	assert_non_null(sq);
+	for (i = 0; i < 8; i++) {
+		struct ibv_sge rs = { (uintptr_t)f->b.dst + i * 64u, 64,
+				      f->b.dmr->lkey };
+		struct ibv_recv_wr rw = { .wr_id = (uint64_t)i,
+					  .sg_list = &rs,
+					  .num_sge = 1 },
+				   *bad;
+
+		assert_int_equal(ibv_post_srq_recv(srq, &rw, &bad), 0);
+	}
+	assert_int_equal(ibv_modify_srq(srq, &attr, IBV_SRQ_LIMIT), 0);
+	assert_int_equal(to_rts(sq, rq->qp_num), 0);
+	assert_int_equal(to_rts(rq, sq->qp_num), 0);
+	/* 8 posted, limit 4: the fifth Send leaves 3. */
+	for (i = 0; i < 5; i++) {
+		struct ibv_send_wr w = { .wr_id = (uint64_t)i,
+					 .sg_list = &sge,
+					 .num_sge = 1,
+					 .opcode = IBV_WR_SEND,
+					 .send_flags = IBV_SEND_SIGNALED },
+				   *bad;
+
+		assert_int_equal(ibv_post_send(sq, &w, &bad), 0);
+	}
+	assert_int_equal(wait_cq(f->a.scq, wc, 5), 5);
+	assert_int_equal(wait_cq(f->b.rcq, wc, 5), 5);
+	for (i = 0; i < 20 && !got; i++) {
+		if (poll(&p, 1, 100) <= 0 || ibv_get_async_event(f->ctx, &ev))
+			continue;
+		if (ev.event_type == IBV_EVENT_SRQ_LIMIT_REACHED &&
+		    ev.element.srq == srq)
+			got++;
+		ibv_ack_async_event(&ev);
+	}
+	assert_int_equal(got, 1);
+	assert_int_equal(ibv_query_srq(srq, &attr), 0);
+	assert_int_equal(attr.srq_limit, 0);
+	assert_int_equal(ibv_destroy_qp(sq), 0);
+	assert_int_equal(ibv_destroy_qp(rq), 0);
+	assert_int_equal(ibv_destroy_srq(srq), 0);
+}
+
+/* A CQ too small for what completes: CQ error, and the QP fails. */
+static void test_cq_overflow(void **state)
+{
+	struct fx *f = *state;
+	struct ibv_cq *cq = ibv_create_cq(f->ctx, 4, NULL, NULL, 0);
+	struct ibv_qp_init_attr qa = { .recv_cq = f->a.rcq,
+				       .cap = { .max_send_wr = 64,
+						.max_send_sge = 1 },
+				       .qp_type = IBV_QPT_RC };
+	struct ibv_sge sge = { (uintptr_t)f->a.src, 64, f->a.smr->lkey };
+	struct ibv_async_event ev;
+	struct pollfd p = { .fd = f->ctx->async_fd, .events = POLLIN };
+	struct ibv_qp *qp, *peer;
+	bool cq_err = false, qp_fatal = false;
+	int i;
+
+	assert_non_null(cq);
+	qa.send_cq = cq;
+	qp = ibv_create_qp(f->pd, &qa);
+	qa.send_cq = f->b.scq;
+	qa.recv_cq = f->b.rcq;
+	peer = ibv_create_qp(f->pd, &qa);
+	assert_non_null(qp);
+	assert_non_null(peer);
+	assert_int_equal(to_rts(qp, peer->qp_num), 0);
+	assert_int_equal(to_rts(peer, qp->qp_num), 0);
+	for (i = 0; i < cq->cqe + 4; i++) {
+		struct ibv_send_wr w = { .wr_id = (uint64_t)i,
+					 .sg_list = &sge,
+					 .num_sge = 1,
+					 .opcode = IBV_WR_RDMA_WRITE,
+					 .send_flags = IBV_SEND_SIGNALED },
+				   *bad;
+
+		w.wr.rdma.remote_addr = (uintptr_t)f->b.dst;
+		w.wr.rdma.rkey = f->b.dmr->rkey;
+		assert_int_equal(ibv_post_send(qp, &w, &bad), 0);
+	}
+	for (i = 0; i < 30 && !(cq_err && qp_fatal); i++) {
+		if (poll(&p, 1, 100) <= 0 || ibv_get_async_event(f->ctx, &ev))
+			continue;
+		if (ev.event_type == IBV_EVENT_CQ_ERR && ev.element.cq == cq)
+			cq_err = true;
+		if (ev.event_type == IBV_EVENT_QP_FATAL && ev.element.qp == qp)
+			qp_fatal = true;
+		ibv_ack_async_event(&ev);
+	}
+	assert_true(cq_err);
+	assert_true(qp_fatal);
+	assert_int_equal(ibv_destroy_qp(qp), 0);
+	assert_int_equal(ibv_destroy_qp(peer), 0);
+	assert_int_equal(ibv_destroy_cq(cq), 0);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		T(test_send_sizes),    T(test_multi_sge_inline),
-		T(test_imm),	       T(test_write_read),
-		T(test_many_reads),    T(test_unsignaled),
-		T(test_bad_stag),      T(test_bad_read),
-		T(test_out_of_bounds), T(test_no_remote_write),
+		T(test_send_sizes),
+		T(test_multi_sge_inline),
+		T(test_imm),
+		T(test_write_read),
+		T(test_many_reads),
+		T(test_unsignaled),
+		T(test_bad_stag),
+		T(test_bad_read),
+		T(test_out_of_bounds),
+		T(test_no_remote_write),
 		T(test_peer_closed),
+		T(test_atomics),
+		T(test_atomic_no_right),
+		T(test_read_sges),
+		T(test_fence),
+		T(test_local_inv),
+		T(test_send_inv),
+		T(test_send_inv_bad),
+		T(test_srq_limit),
+		T(test_cq_overflow),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

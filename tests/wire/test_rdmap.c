@@ -290,6 +290,41 @@ static void test_immediate_round_trip(void **state)
 	}
 }
 
+/* RFC 7306 semantics: masked add, masked swap, masked compare. */
+static void test_atomic_apply(void **state)
+{
+	struct swiw_rdmap_atomic_req a = { .op = RDMAP_ATOMIC_FETCH_ADD };
+
+	(void)state;
+	a.add_swap = 1;
+	assert_true(swiw_rdmap_atomic_apply(&a, ~0ull) == 0);
+	/* Two 32-bit fields: the low one wraps without carrying. */
+	a.add_swap_mask = 1ull << 31;
+	assert_true(swiw_rdmap_atomic_apply(&a, 0x00000005ffffffffull) ==
+		    0x0000000500000000ull);
+	a.add_swap = 0x0000000100000001ull;
+	assert_true(swiw_rdmap_atomic_apply(&a, 0x00000005ffffffffull) ==
+		    0x0000000600000000ull);
+
+	a.op = RDMAP_ATOMIC_SWAP;
+	a.add_swap = 0x1122334455667788ull;
+	a.add_swap_mask = 0x00000000ffffffffull;
+	assert_true(swiw_rdmap_atomic_apply(&a, 0xaaaaaaaabbbbbbbbull) ==
+		    0xaaaaaaaa55667788ull);
+
+	a.op = RDMAP_ATOMIC_CMP_SWAP;
+	a.add_swap = 42;
+	a.add_swap_mask = ~0ull;
+	a.compare = 7;
+	a.compare_mask = ~0ull;
+	assert_true(swiw_rdmap_atomic_apply(&a, 7) == 42);
+	assert_true(swiw_rdmap_atomic_apply(&a, 8) == 8);
+	/* Only the compared bits must match. */
+	a.compare_mask = 0xff;
+	assert_true(swiw_rdmap_atomic_apply(&a, 0x1207) == 42);
+	assert_true(swiw_rdmap_atomic_apply(&a, 0x1208) == 0x1208);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -299,6 +334,7 @@ int main(void)
 		cmocka_unit_test(test_read_request_layout),
 		cmocka_unit_test(test_atomic_round_trip),
 		cmocka_unit_test(test_immediate_round_trip),
+		cmocka_unit_test(test_atomic_apply),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

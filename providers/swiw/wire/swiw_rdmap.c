@@ -152,3 +152,39 @@ void swiw_rdmap_atomic_resp_get(const void *body,
 	a->req_id = swiw_be32_to_cpu(w.orig_req_id);
 	a->orig = swiw_be64_to_cpu(w.orig_value);
 }
+
+/* Bitwise addition with the carry cut after every bit set in @nocarry. */
+static u64 masked_add(u64 x, u64 y, u64 nocarry)
+{
+	u64 sum = 0, carry = 0;
+	unsigned int i;
+
+	if (!nocarry)
+		return x + y;
+	for (i = 0; i < 64; i++) {
+		u64 b = ((x >> i) & 1) + ((y >> i) & 1) + carry;
+
+		sum |= (b & 1) << i;
+		carry = (nocarry >> i) & 1 ? 0 : b >> 1;
+	}
+	return sum;
+}
+
+u64 swiw_rdmap_atomic_apply(const struct swiw_rdmap_atomic_req *a, u64 orig)
+{
+	u64 swapped = (orig & ~a->add_swap_mask) |
+		      (a->add_swap & a->add_swap_mask);
+
+	switch (a->op) {
+	case RDMAP_ATOMIC_FETCH_ADD:
+		return masked_add(orig, a->add_swap, a->add_swap_mask);
+	case RDMAP_ATOMIC_SWAP:
+		return swapped;
+	case RDMAP_ATOMIC_CMP_SWAP:
+		if ((orig ^ a->compare) & a->compare_mask)
+			return orig;
+		return swapped;
+	default:
+		return orig;
+	}
+}

@@ -106,4 +106,16 @@ void swiw_rdmap_atomic_resp_put(void *body,
 void swiw_rdmap_atomic_resp_get(const void *body,
 				struct swiw_rdmap_atomic_resp *a);
 
+/*
+ * RFC 7306 atomics on a 64-bit value @orig (host order): the value the
+ * target holds afterwards. FetchAdd adds Add Data with the Add Mask
+ * marking field boundaries (a carry out of a bit set in it is not
+ * propagated: 0 is one 64-bit addition); Swap writes the Swap Data bits
+ * the Swap Mask selects; CompareSwap does the same only when the bits
+ * the Compare Mask selects equal the Compare Data's. The caller applies
+ * it with a compare-and-swap loop so it is atomic, and answers with
+ * @orig. The operation code was validated on receive.
+ */
+u64 swiw_rdmap_atomic_apply(const struct swiw_rdmap_atomic_req *a, u64 orig);
+
 #endif /* SWIW_RDMAP_H */
