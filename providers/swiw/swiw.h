@@ -251,6 +251,7 @@ void swiw_engine_flush_qp(struct swiw_qp *qp);
 void swiw_engine_flush_qp_locked(struct swiw_qp *qp);
 void swiw_engine_reset_qp(struct swiw_qp *qp);
 void swiw_engine_sq_posted(struct swiw_qp *qp);
+void swiw_engine_poll(void);
 
 /*
  * A connection made through the broker: our private-data block (REQUEST

@@ -124,6 +124,15 @@ int swiw_config_set(struct swiw_config *cfg, const char *key, const char *value)
 		cfg->broker_port = (unsigned int)port;
 		return 0;
 	}
+	if (!strcmp(key, "progress")) {
+		if (!strcmp(value, "poll"))
+			cfg->progress = SWIW_PROGRESS_POLL;
+		else if (!strcmp(value, "thread"))
+			cfg->progress = SWIW_PROGRESS_THREAD;
+		else
+			return -1;
+		return 0;
+	}
 	if (!strcmp(key, "connect_timeout")) {
 		long ms = parse_duration_ms(value);
 
@@ -280,6 +289,7 @@ static void config_load(void)
 	config_env(&the_config, "SWIW_LOG_LEVEL", "log_level");
 	config_env(&the_config, "SWIW_BROKER_PORT", "broker_port");
 	config_env(&the_config, "SWIW_CONNECT_TIMEOUT", "connect_timeout");
+	config_env(&the_config, "SWIW_PROGRESS", "progress");
 }
 
 const struct swiw_config *swiw_config(void)

@@ -19,6 +19,16 @@ struct swiw_config {
 	unsigned int broker_port;
 	/* How long an initiator keeps trying to reach its peer, in ms. */
 	unsigned int connect_timeout_ms;
+	/* Who drives the engine (swiw(7), PROGRESS). */
+	int progress; /* enum swiw_progress */
+};
+
+enum swiw_progress {
+	/* ibv_poll_cq and ibv_post_send run the engine when they can; the
+	 * progress thread covers the time the application makes no call. */
+	SWIW_PROGRESS_POLL,
+	/* Only the progress thread does. */
+	SWIW_PROGRESS_THREAD,
 };
 
 /* The process-wide configuration, loaded on first use. */

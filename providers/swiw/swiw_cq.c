@@ -136,13 +136,10 @@ static void cqe_to_wc(const struct swiw_cqe *e, struct ibv_wc *wc)
 	}
 }
 
-int swiw_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
+static int cq_take(struct swiw_cq *cq, int num_entries, struct ibv_wc *wc)
 {
-	struct swiw_cq *cq = to_swiw_cq(ibcq);
 	int n;
 
-	if (num_entries < 0)
-		return -EINVAL;
 	pthread_spin_lock(&cq->poll_lock);
 	for (n = 0; n < num_entries; n++) {
 		struct swiw_cqe *e = swiw_ring_cons_slot(&cq->ring);
@@ -153,6 +150,23 @@ int swiw_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 		swiw_ring_release(&cq->ring, e);
 	}
 	pthread_spin_unlock(&cq->poll_lock);
+	return n;
+}
+
+int swiw_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
+{
+	struct swiw_cq *cq = to_swiw_cq(ibcq);
+	int n;
+
+	if (num_entries < 0)
+		return -EINVAL;
+	n = cq_take(cq, num_entries, wc);
+	if (!n && num_entries) {
+		/* Empty: move the engine ourselves (poll mode), then look
+		 * again. */
+		swiw_engine_poll();
+		n = cq_take(cq, num_entries, wc);
+	}
 	return n;
 }
 

@@ -27,6 +27,19 @@
  * still name it has been handled (the graveyard), so an event never
  * points at freed memory.
  *
+ * POLL-DRIVEN PROGRESS (progress = poll, the default)
+ * ibv_poll_cq that finds its CQ empty, and ibv_post_send, run the engine
+ * themselves when the lock is free (trylock: an application thread never
+ * waits for it): poll_cq handles whatever the sockets hold (one
+ * epoll_wait(0) under the lock, so its events never outlive the lock),
+ * post_send transmits what it queued. A busy-polling program then moves
+ * its own data with no thread wake-up in the path. While one does so
+ * (last_poll_ns is recent), the progress thread does not wait on the
+ * sockets but naps, so it neither competes for the CPUs nor for the
+ * lock; once the program stops calling (it blocks, or sits in pause()),
+ * the thread takes over within SWIW_ENG_NAP_NS. Only the thread reaps
+ * the graveyard, after handling its own epoll_wait(), as above.
+ *
  * A CQ, fed by many QPs and also reached by resize_cq, is produced into
  * under its own eng_lock.
  */
@@ -39,9 +52,11 @@
 #include <unistd.h>
 
 #include "swiw.h"
+#include "swiw_config.h"
 #include "swiw_stream.h"
 
 #define SWIW_ENG_SPIN_NS 50000
+#define SWIW_ENG_NAP_NS 200000 /* the thread's nap while a program polls */
 
 static pthread_mutex_t eng_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned long eng_owner; /* pthread_self() of the holder, or 0 */
@@ -49,6 +64,9 @@ static bool eng_started;
 static int eng_epfd = -1, eng_evfd = -1;
 static pthread_t eng_thread;
 static char doorbell_tag;
+static bool eng_poll_mode; /* progress = poll */
+static uint64_t last_poll_ns; /* when an application last drove it */
+static uint64_t thread_wake_ns; /* the thread sleeps until then at most */
 
 void swiw_eng_lock(void)
 {
@@ -81,9 +99,40 @@ void swiw_eng_doorbell(void)
 		swiw_warn("engine doorbell: %s", strerror(errno));
 }
 
-/* post_send published work: ring if the engine may have gone idle. */
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Takes the engine lock only if it is free; true if taken. */
+static bool eng_trylock(void)
+{
+	if (pthread_mutex_trylock(&eng_lock))
+		return false;
+	__atomic_store_n(&eng_owner, (unsigned long)pthread_self(),
+			 __ATOMIC_RELAXED);
+	return true;
+}
+
+/*
+ * post_send published work. Poll mode: transmit it now from the caller
+ * if the engine is free, as a hardware doorbell would start the DMA.
+ * Otherwise ring if the engine may have gone idle.
+ */
 void swiw_engine_sq_posted(struct swiw_qp *qp)
 {
+	if (eng_poll_mode && eng_trylock()) {
+		__atomic_store_n(&last_poll_ns, now_ns(), __ATOMIC_RELAXED);
+		if (qp->stream)
+			swiw_stream_pump(qp->stream);
+		swiw_eng_unlock();
+		/* The pump left the SQ empty (armed) or will come back to
+		 * it (socket full: EPOLLOUT); only a WR that slipped in
+		 * behind it still needs the bell. */
+	}
 	if (__atomic_exchange_n(&qp->sq_armed, 0, __ATOMIC_SEQ_CST))
 		swiw_eng_doorbell();
 }
@@ -96,50 +145,124 @@ int swiw_eng_epoll_ctl(int op, int fd, uint32_t events, void *ptr)
 	return epoll_ctl(eng_epfd, op, fd, &ev) ? errno : 0;
 }
 
-static uint64_t now_ns(void)
+/*
+ * Handles one epoll_wait()'s events; under the engine lock. The doorbell
+ * is the thread's alone: a poller that drained it could leave the thread
+ * asleep past a dial or timer it was rung for.
+ */
+static bool eng_events(const struct epoll_event *evs, int n, bool thread)
 {
-	struct timespec ts;
+	bool work = n > 0;
+	int i;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	for (i = 0; i < n; i++) {
+		if (evs[i].data.ptr == &doorbell_tag) {
+			if (!thread)
+				continue;
+			uint64_t v;
+
+			if (read(eng_evfd, &v, sizeof(v)) < 0)
+				(void)0; /* EAGAIN: already drained */
+			continue;
+		}
+		if (swiw_conn_is_broker(evs[i].data.ptr)) {
+			swiw_conn_broker_event(evs[i].data.ptr);
+			continue;
+		}
+		swiw_stream_event(evs[i].data.ptr, evs[i].events);
+	}
+	if (swiw_streams_pump_all())
+		work = true;
+	return work;
+}
+
+/* The next deadline of dials and streams, in ms from now, or -1. */
+static int eng_timeout_ms(void)
+{
+	int wait_ms = swiw_conn_timeout_ms(), t = swiw_streams_timers();
+
+	if (t >= 0 && (wait_ms < 0 || t < wait_ms))
+		wait_ms = t;
+	return wait_ms;
+}
+
+/*
+ * A poller handled events that may have set a deadline (a peer's EOF, a
+ * hand-over): wake the thread if it sleeps past it, so the deadline is
+ * kept when the program stops polling.
+ */
+static void wake_for_timers(int t)
+{
+	uint64_t wake = __atomic_load_n(&thread_wake_ns, __ATOMIC_RELAXED);
+
+	if (t >= 0 && now_ns() + (uint64_t)t * 1000000u < wake)
+		swiw_eng_doorbell();
+}
+
+/*
+ * Poll mode: an application thread found its CQ empty. Run the engine
+ * once if it is free. The epoll_wait() is under the lock, so no stream
+ * it names can be freed before its events are handled.
+ */
+void swiw_engine_poll(void)
+{
+	struct epoll_event evs[64];
+	int n, t;
+
+	if (!eng_poll_mode || !__atomic_load_n(&eng_started, __ATOMIC_ACQUIRE))
+		return;
+	__atomic_store_n(&last_poll_ns, now_ns(), __ATOMIC_RELAXED);
+	if (!eng_trylock())
+		return;
+	n = epoll_wait(eng_epfd, evs, 64, 0);
+	eng_events(evs, n, false);
+	t = n > 0 ? eng_timeout_ms() : -1;
+	swiw_eng_unlock();
+	wake_for_timers(t);
+}
+
+/* Poll mode: a program is driving the engine right now. */
+static bool app_polling(void)
+{
+	return eng_poll_mode &&
+	       now_ns() - __atomic_load_n(&last_poll_ns, __ATOMIC_RELAXED) <
+		       SWIW_ENG_NAP_NS;
 }
 
 static void *eng_main(void *arg)
 {
 	struct epoll_event evs[64];
 	uint64_t spin_until = 0;
-	int i, n, t, wait_ms = -1;
+	int n, wait_ms = -1;
 
 	(void)arg;
 	for (;;) {
 		bool work;
 
-		n = epoll_wait(eng_epfd, evs, 64,
-			       now_ns() < spin_until ? 0 : wait_ms);
-		swiw_eng_lock();
-		work = n > 0;
-		for (i = 0; i < n; i++) {
-			if (evs[i].data.ptr == &doorbell_tag) {
-				uint64_t v;
+		if (app_polling()) {
+			/* Timers and dials still run, at nap granularity. */
+			struct timespec nap = { 0, SWIW_ENG_NAP_NS / 2 };
 
-				if (read(eng_evfd, &v, sizeof(v)) < 0)
-					(void)0; /* EAGAIN: already drained */
-				continue;
-			}
-			if (swiw_conn_is_broker(evs[i].data.ptr)) {
-				swiw_conn_broker_event(evs[i].data.ptr);
-				continue;
-			}
-			swiw_stream_event(evs[i].data.ptr, evs[i].events);
+			nanosleep(&nap, NULL);
+			n = 0;
+		} else {
+			uint64_t now = now_ns();
+
+			if (now < spin_until)
+				wait_ms = 0;
+			__atomic_store_n(&thread_wake_ns,
+					 wait_ms < 0 ? UINT64_MAX :
+						       now + (uint64_t)wait_ms *
+								       1000000u,
+					 __ATOMIC_RELAXED);
+			n = epoll_wait(eng_epfd, evs, 64, wait_ms);
+			__atomic_store_n(&thread_wake_ns, 0, __ATOMIC_RELAXED);
 		}
+		swiw_eng_lock();
+		work = eng_events(evs, n, true);
 		swiw_conn_run();
-		if (swiw_streams_pump_all())
-			work = true;
 		swiw_streams_reap();
-		wait_ms = swiw_conn_timeout_ms();
-		t = swiw_streams_timers();
-		if (t >= 0 && (wait_ms < 0 || t < wait_ms))
-			wait_ms = t;
+		wait_ms = eng_timeout_ms();
 		swiw_eng_unlock();
 		if (work)
 			spin_until = now_ns() + SWIW_ENG_SPIN_NS;
@@ -157,6 +280,7 @@ int swiw_eng_start(void)
 	swiw_eng_assert_held();
 	if (eng_started)
 		return 0;
+	eng_poll_mode = swiw_config()->progress == SWIW_PROGRESS_POLL;
 	eng_epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (eng_epfd < 0)
 		return errno;
@@ -169,7 +293,7 @@ int swiw_eng_start(void)
 		goto fail;
 	}
 	pthread_detach(eng_thread);
-	eng_started = true;
+	__atomic_store_n(&eng_started, true, __ATOMIC_RELEASE);
 	return 0;
 fail:
 	err = errno;

@@ -31,6 +31,7 @@ static void test_defaults(void **state)
 	assert_int_equal(cfg.log_level, SWIW_LOG_WARN);
 	assert_int_equal(cfg.broker_port, 7949);
 	assert_int_equal(cfg.connect_timeout_ms, 10000);
+	assert_int_equal(cfg.progress, SWIW_PROGRESS_POLL);
 }
 
 static void test_parse_keys(void **state)
@@ -158,11 +159,17 @@ static void test_broker_keys(void **state)
 	assert_int_equal(
 		swiw_config_parse(&cfg,
 				  "broker_port = 9000\n"
-				  "connect_timeout = 30 # a slow peer\n",
+				  "connect_timeout = 30 # a slow peer\n"
+				  "progress = thread\n",
 				  "t.conf", NULL),
 		0);
 	assert_int_equal(cfg.broker_port, 9000);
 	assert_int_equal(cfg.connect_timeout_ms, 30000);
+	assert_int_equal(cfg.progress, SWIW_PROGRESS_THREAD);
+	assert_int_equal(swiw_config_set(&cfg, "progress", "poll"), 0);
+	assert_int_equal(cfg.progress, SWIW_PROGRESS_POLL);
+	assert_int_equal(swiw_config_set(&cfg, "progress", "busy"), -1);
+	assert_int_equal(cfg.progress, SWIW_PROGRESS_POLL);
 }
 
 static void test_iface_match(void **state)
