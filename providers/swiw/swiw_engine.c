@@ -33,11 +33,12 @@
  * waits for it): poll_cq handles whatever the sockets hold (one
  * epoll_wait(0) under the lock, so its events never outlive the lock),
  * post_send transmits what it queued. A busy-polling program then moves
- * its own data with no thread wake-up in the path. While one does so
- * (last_poll_ns is recent), the progress thread does not wait on the
- * sockets but naps, so it neither competes for the CPUs nor for the
- * lock; once the program stops calling (it blocks, or sits in pause()),
- * the thread takes over within SWIW_ENG_NAP_NS. Only the thread reaps
+ * its own data with no thread wake-up in the path. While one does so in
+ * a loop (last_poll_ns is within SWIW_ENG_POLLING_NS), the progress
+ * thread does not wait on the sockets but naps, so it neither competes
+ * for the CPUs nor for the lock; once the program stops calling (it
+ * blocks, sits in pause(), or spins on memory as ib_write_lat does), the
+ * thread works as in thread mode within SWIW_ENG_NAP_NS. Only the thread reaps
  * the graveyard, after handling its own epoll_wait(), as above.
  *
  * A CQ, fed by many QPs and also reached by resize_cq, is produced into
@@ -48,6 +49,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -56,7 +58,10 @@
 #include "swiw_stream.h"
 
 #define SWIW_ENG_SPIN_NS 50000
-#define SWIW_ENG_NAP_NS 200000 /* the thread's nap while a program polls */
+/* A program that called poll_cq this recently is polling its CQ in a
+ * loop: the thread naps for SWIW_ENG_NAP_NS rather than compete. */
+#define SWIW_ENG_POLLING_NS 10000
+#define SWIW_ENG_NAP_NS 50000
 
 static pthread_mutex_t eng_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned long eng_owner; /* pthread_self() of the holder, or 0 */
@@ -226,7 +231,7 @@ static bool app_polling(void)
 {
 	return eng_poll_mode &&
 	       now_ns() - __atomic_load_n(&last_poll_ns, __ATOMIC_RELAXED) <
-		       SWIW_ENG_NAP_NS;
+		       SWIW_ENG_POLLING_NS;
 }
 
 static void *eng_main(void *arg)
@@ -236,12 +241,15 @@ static void *eng_main(void *arg)
 	int n, wait_ms = -1;
 
 	(void)arg;
+	/* Naps of tens of microseconds: the default 50 us slack would
+	 * double them. */
+	prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
 	for (;;) {
 		bool work;
 
 		if (app_polling()) {
 			/* Timers and dials still run, at nap granularity. */
-			struct timespec nap = { 0, SWIW_ENG_NAP_NS / 2 };
+			struct timespec nap = { 0, SWIW_ENG_NAP_NS };
 
 			nanosleep(&nap, NULL);
 			n = 0;
