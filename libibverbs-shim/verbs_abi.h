@@ -119,6 +119,12 @@ struct verbs_cq {
 
 struct verbs_xrcd;
 
+/* verbs_qp.comp_mask: ibv_qp_to_qp_ex() hands out qp_ex only with QP_EX. */
+enum swiw_verbs_qp_mask {
+	SWIW_VERBS_QP_XRCD = 1 << 0,
+	SWIW_VERBS_QP_EX = 1 << 1,
+};
+
 struct verbs_qp {
 	union {
 		struct ibv_qp qp;
@@ -314,7 +320,9 @@ SWIW_OPS_SLOT(alloc_pd, 5);
 SWIW_OPS_SLOT(async_event, 7);
 SWIW_OPS_SLOT(cq_event, 12);
 SWIW_OPS_SLOT(create_cq, 15);
+SWIW_OPS_SLOT(create_cq_ex, 16);
 SWIW_OPS_SLOT(create_qp, 19);
+SWIW_OPS_SLOT(create_qp_ex, 20);
 SWIW_OPS_SLOT(dealloc_pd, 26);
 SWIW_OPS_SLOT(dereg_mr, 28);
 SWIW_OPS_SLOT(free_context, 39);
@@ -325,6 +333,18 @@ SWIW_OPS_SLOT(query_port, 60);
 SWIW_OPS_SLOT(reg_mr, 68);
 SWIW_OPS_SLOT(unimport_pd, 75);
 SWIW_ABI_OFF(struct verbs_mr, mr_type, sizeof(struct ibv_mr));
+/* The extended CQ and QP overlay the plain ones (ibv_cq_ex_to_cq() is a
+ * cast); ibv_qp_to_qp_ex() reads comp_mask right after the ibv_qp_ex. */
+SWIW_ABI_SIZE(struct ibv_cq, 128);
+SWIW_ABI_SIZE(struct ibv_cq_ex, 288);
+SWIW_ABI_SIZE(struct verbs_cq, 288);
+SWIW_ABI_OFF(struct ibv_cq_ex, start_poll, 144);
+SWIW_ABI_SIZE(struct ibv_qp, 160);
+SWIW_ABI_SIZE(struct ibv_qp_ex, 352);
+SWIW_ABI_OFF(struct ibv_qp_ex, wr_id, 168);
+SWIW_ABI_OFF(struct ibv_qp_ex, wr_start, 320);
+SWIW_ABI_OFF(struct verbs_qp, comp_mask, 352);
+SWIW_ABI_OFF(struct verbs_qp, xrcd, 360);
 
 /*
  * Checks the libibverbs this process actually loaded, found through @sym,

@@ -87,6 +87,7 @@ struct swiw_cq {
 	size_t mem_len;
 	atomic_uint users; /* QPs that complete here */
 	bool overflow; /* the engine found it full: CQ error raised */
+	struct ibv_wc cur; /* ibv_cq_ex: the completion being read */
 };
 
 /* The queue a receive comes from: a QP's own RQ or an SRQ. */
@@ -148,6 +149,7 @@ struct swiw_qp {
 	bool expected; /* the broker knows the QP's peer */
 	bool dialing; /* initiator: dial in progress */
 	bool conn_wait; /* responder: waiting for the hand-over */
+	struct swiw_qpx *qpx; /* ibv_qp_ex builders' state, or NULL */
 };
 
 struct swiw_comp_channel {
@@ -240,10 +242,21 @@ int swiw_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr);
 int swiw_destroy_srq(struct ibv_srq *srq);
 int swiw_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
 		       struct ibv_recv_wr **bad_wr);
+int swiw_build_sqe(struct swiw_qp *qp, const struct ibv_send_wr *wr,
+		   struct swiw_sqe *sqe, uint16_t *flags_out);
+int swiw_sq_state(struct swiw_qp *qp);
+void swiw_sq_posted(struct swiw_qp *qp, int state);
+void swiw_cqe_to_wc(const struct swiw_cqe *e, struct ibv_wc *wc);
 int swiw_rq_init(struct swiw_rq *rq, uint32_t num, uint32_t max_sge);
 void swiw_rq_destroy(struct swiw_rq *rq);
 int swiw_rq_post(struct swiw_rq *rq, struct ibv_recv_wr *wr,
 		 struct ibv_recv_wr **bad_wr);
+
+/* swiw_cq_ex.c, swiw_qp_ex.c: the extended verbs */
+struct ibv_cq_ex *swiw_create_cq_ex(struct ibv_context *ctx,
+				    struct ibv_cq_init_attr_ex *attr);
+struct ibv_qp *swiw_create_qp_ex(struct ibv_context *ctx,
+				 struct ibv_qp_init_attr_ex *attr);
 
 /* swiw_engine.c: the in-process engine's side of the rings */
 int swiw_engine_cq_push(struct swiw_cq *cq, const struct swiw_cqe *cqe);

@@ -117,7 +117,7 @@ static enum ibv_wc_opcode wc_opcode(unsigned int op)
 	return op < SWIW_OP_MAX ? map[op] : IBV_WC_SEND;
 }
 
-static void cqe_to_wc(const struct swiw_cqe *e, struct ibv_wc *wc)
+void swiw_cqe_to_wc(const struct swiw_cqe *e, struct ibv_wc *wc)
 {
 	memset(wc, 0, sizeof(*wc));
 	wc->wr_id = e->id;
@@ -146,7 +146,7 @@ static int cq_take(struct swiw_cq *cq, int num_entries, struct ibv_wc *wc)
 
 		if (!e)
 			break;
-		cqe_to_wc(e, &wc[n]);
+		swiw_cqe_to_wc(e, &wc[n]);
 		swiw_ring_release(&cq->ring, e);
 	}
 	pthread_spin_unlock(&cq->poll_lock);

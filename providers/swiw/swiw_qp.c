@@ -105,6 +105,7 @@ struct ibv_qp *swiw_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 		cap->max_recv_sge = qp->max_recv_sge;
 	}
 	qp->vqp.qp.context = pd->context;
+	qp->vqp.qp.qp_context = attr->qp_context;
 	qp->vqp.qp.pd = pd;
 	qp->vqp.qp.send_cq = attr->send_cq;
 	qp->vqp.qp.recv_cq = attr->recv_cq;
@@ -152,6 +153,7 @@ int swiw_destroy_qp(struct ibv_qp *ibqp)
 	swiw_ring_free(qp->sq_mem, qp->sq_mem_len);
 	pthread_mutex_destroy(&qp->state_lock);
 	pthread_spin_destroy(&qp->sq_lock);
+	free(qp->qpx);
 	swiw_obj_free(&to_swiw_ctx(ibqp->context)->nqp, qp);
 	return 0;
 }
@@ -362,9 +364,12 @@ static int sqe_opcode(enum ibv_wr_opcode op, uint8_t *out)
 	}
 }
 
-/* Checks one work request and writes it into @sqe; 0 or a positive errno. */
-static int build_sqe(struct swiw_qp *qp, const struct ibv_send_wr *wr,
-		     struct swiw_sqe *sqe, uint16_t *flags_out)
+/*
+ * Checks one work request and writes it into @sqe; 0 or a positive errno.
+ * post_send and the ibv_qp_ex builders (swiw_qp_ex.c) both come here.
+ */
+int swiw_build_sqe(struct swiw_qp *qp, const struct ibv_send_wr *wr,
+		   struct swiw_sqe *sqe, uint16_t *flags_out)
 {
 	uint64_t total = 0;
 	uint16_t flags = 0;
@@ -454,20 +459,40 @@ static int build_sqe(struct swiw_qp *qp, const struct ibv_send_wr *wr,
 	return 0;
 }
 
+/*
+ * The QP's state if it takes send work, else -1. RTR is accepted: a QP
+ * connected by modify_qp has its stream from RTR on, and perftest's
+ * send_bw server, which never goes to RTS, posts its iWARP credit Writes
+ * there. The work waits for MPA.
+ */
+int swiw_sq_state(struct swiw_qp *qp)
+{
+	enum ibv_qp_state state = __atomic_load_n(&qp->state, __ATOMIC_ACQUIRE);
+
+	return state == IBV_QPS_RESET || state == IBV_QPS_INIT ? -1 :
+								 (int)state;
+}
+
+/* After SQEs were published: wake the engine, or flush a QP in error. */
+void swiw_sq_posted(struct swiw_qp *qp, int state)
+{
+	swiw_engine_sq_posted(qp);
+	/* Posted to a QP in error: they complete at once, flushed. */
+	if (state == IBV_QPS_ERR) {
+		pthread_mutex_lock(&qp->state_lock);
+		swiw_engine_flush_qp(qp);
+		pthread_mutex_unlock(&qp->state_lock);
+	}
+}
+
 int swiw_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		   struct ibv_send_wr **bad_wr)
 {
 	struct swiw_qp *qp = to_swiw_qp(ibqp);
-	enum ibv_qp_state state;
-	int err = 0;
+	int state, err = 0;
 
-	/*
-	 * RTR is accepted: a QP connected by modify_qp has its stream from
-	 * RTR on, and perftest's send_bw server, which never goes to RTS,
-	 * posts its iWARP credit Writes there. The work waits for MPA.
-	 */
-	state = __atomic_load_n(&qp->state, __ATOMIC_ACQUIRE);
-	if (state == IBV_QPS_RESET || state == IBV_QPS_INIT) {
+	state = swiw_sq_state(qp);
+	if (state < 0) {
 		*bad_wr = wr;
 		return EINVAL;
 	}
@@ -480,21 +505,15 @@ int swiw_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 			err = ENOMEM; /* the send queue is full */
 			break;
 		}
-		err = build_sqe(qp, wr, sqe, &flags);
+		err = swiw_build_sqe(qp, wr, sqe, &flags);
 		if (err)
 			break;
 		swiw_ring_publish(&qp->sq, sqe, flags);
 	}
 	pthread_spin_unlock(&qp->sq_lock);
-	swiw_engine_sq_posted(qp);
 	if (err)
 		*bad_wr = wr;
-	/* Posted to a QP in error: they complete at once, flushed. */
-	if (state == IBV_QPS_ERR) {
-		pthread_mutex_lock(&qp->state_lock);
-		swiw_engine_flush_qp(qp);
-		pthread_mutex_unlock(&qp->state_lock);
-	}
+	swiw_sq_posted(qp, state);
 	return err;
 }
 

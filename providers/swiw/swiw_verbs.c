@@ -372,7 +372,9 @@ static void swiw_free_context(struct ibv_context *ibctx)
 const struct verbs_context_ops swiw_ctx_ops = {
 	.alloc_pd = swiw_alloc_pd,
 	.create_cq = swiw_create_cq,
+	.create_cq_ex = swiw_create_cq_ex,
 	.create_qp = swiw_create_qp,
+	.create_qp_ex = swiw_create_qp_ex,
 	.create_srq = swiw_create_srq,
 	.dealloc_pd = swiw_dealloc_pd,
 	.dereg_mr = swiw_dereg_mr,

@@ -8,63 +8,7 @@
 need_cmd ib_write_bw ib_write_lat ib_read_bw ib_read_lat ib_send_lat ib_send_bw \
 	ibv_srq_pingpong ss
 
-T_LIMIT=${SWIW_TEST_TIMEOUT:-60}
-
-# perftest never frees some of its own allocations; in a sanitizer build
-# LeakSanitizer would report those (their frames are in /usr/bin/ib_*),
-# so leak checking is off for these programs only. swiw's own objects are
-# leak-checked by the verbs tests and the other stock-program runs.
-export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
-
-listening() {
-	ss -Hltn "sport = :$1" | grep -q .
-}
-
-# perftest 4.5+0.17 deregisters the MR of its iWARP Send credits only
-# with -R, so without it ibv_dealloc_pd fails with EBUSY at exit, as the
-# kernel's does for any iWARP device, and the program exits 1 after its
-# report. pd_leak_ok RC STDERR: true if that is the only thing that failed.
-pd_leak_ok() {
-	[ "$1" -eq 1 ] || return 1
-	[ "$(grep -cv -e '^Failed to deallocate PD' \
-		-e '^Couldn.t destroy all SEND resources' \
-		-e '^[[:space:]]*$' -e '^swiw: ' <<<"$2")" -eq 0 ] || return 1
-	grep -q '^Failed to deallocate PD' <<<"$2"
-}
-
-# pair PROGRAM REPORT-ERE ARGS...: server in the background, then the
-# client against 127.0.0.1; the client's output must match REPORT-ERE.
-pair() {
-	local prog=$1 report=$2 port pid srv_rc
-
-	shift 2
-	port=$((20000 + RANDOM % 20000))
-	timeout -k 5 "$T_LIMIT" "${SWIW[@]}" "$prog" -d swiw_lo -p "$port" \
-		"$@" >"$T_TMP/srv.out" 2>"$T_TMP/srv.err" &
-	pid=$!
-	on_exit "kill $pid"
-	wait_until 20 "$prog server listening on $port" listening "$port"
-	swiw_run "$prog" -d swiw_lo -p "$port" "$@" 127.0.0.1
-	wait "$pid"
-	srv_rc=$?
-	if [ -n "${PD_LEAK:-}" ]; then
-		pd_leak_ok "$RC" "$ERR" && RC=0
-		pd_leak_ok "$srv_rc" "$(cat "$T_TMP/srv.err")" && srv_rc=0
-	fi
-	if [ "$RC" -ne 0 ] || [ "$srv_rc" -ne 0 ]; then
-		cat "$T_TMP/srv.out" "$T_TMP/srv.err" >&2
-		show_last >&2
-		fail "$prog $*: client exit $RC, server exit $srv_rc"
-	fi
-	out_has "$report" "$prog report"
-	pass "$prog $*: $(printf '%s\n' "$OUT" | grep -E "$report" | head -1 |
-		tr -s ' \t' ' ')"
-}
-
-# perftest's figure lines: size, iterations, then numbers (tab-separated).
-S='[[:space:]]+'
-BW="^[[:space:]]*[0-9]+${S}[0-9]+${S}[0-9.]+${S}[0-9.]+${S}[0-9.]+[[:space:]]*\$"
-LAT="^[[:space:]]*[0-9]+${S}[0-9]+${S}[0-9.]+${S}[0-9.]+${S}[0-9.]+${S}[0-9.]+"
+. "$(dirname "$0")/perftest_lib.sh"
 
 pair ib_write_bw "$BW" -x 0 -n 500
 pair ib_write_bw "$BW" -x 0 -n 200 -s 1048576

@@ -78,37 +78,6 @@ static int side_init(struct fx *f, struct side *s)
 	return s->smr && s->dmr && s->qp ? 0 : -1;
 }
 
-static int to_rts(struct ibv_qp *qp, uint32_t peer)
-{
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT,
-				 .port_num = 1,
-				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
-						    IBV_ACCESS_REMOTE_READ |
-						    IBV_ACCESS_REMOTE_ATOMIC };
-
-	if (ibv_modify_qp(qp, &a,
-			  IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-				  IBV_QP_ACCESS_FLAGS))
-		return -1;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.dest_qp_num = peer;
-	a.max_dest_rd_atomic = 16;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.port_num = 1;
-	a.ah_attr.grh.dgid.raw[10] = a.ah_attr.grh.dgid.raw[11] = 0xff;
-	a.ah_attr.grh.dgid.raw[12] = 127;
-	a.ah_attr.grh.dgid.raw[15] = 1;
-	if (ibv_modify_qp(qp, &a,
-			  IBV_QP_STATE | IBV_QP_AV | IBV_QP_DEST_QPN |
-				  IBV_QP_MAX_DEST_RD_ATOMIC))
-		return -1;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.max_rd_atomic = 16;
-	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_MAX_QP_RD_ATOMIC);
-}
-
 static int setup(void **state)
 {
 	struct fx *f = calloc(1, sizeof(*f));
@@ -121,8 +90,8 @@ static int setup(void **state)
 		return -1;
 	/* One QP all the way to RTS first: the broker holds the initiator's
 	 * Request until the other reaches RTR. */
-	if (to_rts(f->a.qp, f->b.qp->qp_num) ||
-	    to_rts(f->b.qp, f->a.qp->qp_num))
+	if (verbs_to_rts(f->a.qp, f->b.qp->qp_num) ||
+	    verbs_to_rts(f->b.qp, f->a.qp->qp_num))
 		return -1;
 	fcntl(f->ctx->async_fd, F_SETFL,
 	      fcntl(f->ctx->async_fd, F_GETFL) | O_NONBLOCK);
@@ -860,8 +829,8 @@ static void test_srq_limit(void **state)
 		assert_int_equal(ibv_post_srq_recv(srq, &rw, &bad), 0);
 	}
 	assert_int_equal(ibv_modify_srq(srq, &attr, IBV_SRQ_LIMIT), 0);
-	assert_int_equal(to_rts(sq, rq->qp_num), 0);
-	assert_int_equal(to_rts(rq, sq->qp_num), 0);
+	assert_int_equal(verbs_to_rts(sq, rq->qp_num), 0);
+	assert_int_equal(verbs_to_rts(rq, sq->qp_num), 0);
 	/* 8 posted, limit 4: the fifth Send leaves 3. */
 	for (i = 0; i < 5; i++) {
 		struct ibv_send_wr w = { .wr_id = (uint64_t)i,
@@ -915,8 +884,8 @@ static void test_cq_overflow(void **state)
 	peer = ibv_create_qp(f->pd, &qa);
 	assert_non_null(qp);
 	assert_non_null(peer);
-	assert_int_equal(to_rts(qp, peer->qp_num), 0);
-	assert_int_equal(to_rts(peer, qp->qp_num), 0);
+	assert_int_equal(verbs_to_rts(qp, peer->qp_num), 0);
+	assert_int_equal(verbs_to_rts(peer, qp->qp_num), 0);
 	for (i = 0; i < cq->cqe + 4; i++) {
 		struct ibv_send_wr w = { .wr_id = (uint64_t)i,
 					 .sg_list = &sge,

@@ -23,4 +23,39 @@ static inline struct ibv_context *open_swiw_lo(struct ibv_device ***list)
 	return ctx;
 }
 
+/*
+ * RESET to RTS against QP @peer of this host (::ffff:127.0.0.1, swiw_lo's
+ * GID 0), as any verbs program connects: 0 or modify_qp's error.
+ */
+static inline int verbs_to_rts(struct ibv_qp *qp, uint32_t peer)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT,
+				 .port_num = 1,
+				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
+						    IBV_ACCESS_REMOTE_READ |
+						    IBV_ACCESS_REMOTE_ATOMIC };
+
+	if (ibv_modify_qp(qp, &a,
+			  IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				  IBV_QP_ACCESS_FLAGS))
+		return -1;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.dest_qp_num = peer;
+	a.max_dest_rd_atomic = 16;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.port_num = 1;
+	a.ah_attr.grh.dgid.raw[10] = a.ah_attr.grh.dgid.raw[11] = 0xff;
+	a.ah_attr.grh.dgid.raw[12] = 127;
+	a.ah_attr.grh.dgid.raw[15] = 1;
+	if (ibv_modify_qp(qp, &a,
+			  IBV_QP_STATE | IBV_QP_AV | IBV_QP_DEST_QPN |
+				  IBV_QP_MAX_DEST_RD_ATOMIC))
+		return -1;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.max_rd_atomic = 16;
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
 #endif /* SWIW_VERBS_TEST_H */
