@@ -39,6 +39,10 @@ _Static_assert((int)SWIW_WC_REM_ACCESS_ERR == (int)IBV_WC_REM_ACCESS_ERR &&
 		       (int)SWIW_WC_LOC_PROT_ERR == (int)IBV_WC_LOC_PROT_ERR,
 	       "swiw_wc_status numbering");
 
+/* A TERMINATE's codes as swiw-abi.h puts them in a CQE's vendor_err. */
+#define TERM_VENDOR_ERR(layer, etype, ecode) \
+	((uint32_t)(layer) << 12 | (uint32_t)(etype) << 8 | (uint32_t)(ecode))
+
 #define TX_BATCH 16
 #define TX_IOV 1024
 #define STAGE_SIZE (256 * 1024)
@@ -176,6 +180,7 @@ struct swiw_stream {
 	uint64_t last_write_len, write_acc;
 	bool after_write; /* the last message in was a whole Write */
 	bool cq_full; /* a completion was lost: the QP fails */
+	uint32_t vendor_err; /* the TERMINATE's codes, for the failed WRs */
 };
 
 static struct swiw_stream *streams, *graveyard;
@@ -1054,8 +1059,10 @@ static void stream_fail(struct swiw_stream *s, enum swiw_violation v,
 				      .status = IBV_WC_WR_FLUSH_ERR,
 				      .qp_num = qpn(s) };
 
-		if (first && sq_status >= 0 && !w->done)
+		if (first && sq_status >= 0 && !w->done) {
 			e.status = (uint16_t)sq_status;
+			e.vendor_err = s->vendor_err;
+		}
 		first = false;
 		push_cqe(s, qp->scq, &e);
 	}
@@ -1066,7 +1073,8 @@ static void stream_fail(struct swiw_stream *s, enum swiw_violation v,
 			struct swiw_cqe e = { .id = sqe->id,
 					      .opcode = sqe->opcode,
 					      .status = (uint16_t)sq_status,
-					      .qp_num = qpn(s) };
+					      .qp_num = qpn(s),
+					      .vendor_err = s->vendor_err };
 
 			swiw_ring_release(&qp->sq_eng, (void *)sqe);
 			push_cqe(s, qp->scq, &e);
@@ -1080,6 +1088,9 @@ static void stream_fail(struct swiw_stream *s, enum swiw_violation v,
 				      .opcode = SWIW_OP_RECV,
 				      .status = (uint16_t)rq_status,
 				      .qp_num = qpn(s) };
+
+		if (rq_status != IBV_WC_WR_FLUSH_ERR)
+			e.vendor_err = s->vendor_err;
 
 		s->rqe.valid = false;
 		push_cqe(s, qp->rcq, &e);
@@ -1109,6 +1120,9 @@ static void fail_violation(struct swiw_stream *s, enum swiw_violation v,
 	const struct swiw_violation_info *vi = swiw_violation_info(v);
 
 	swiw_info("QP %u: %s, stream terminated", qpn(s), vi ? vi->name : "?");
+	if (vi)
+		s->vendor_err =
+			TERM_VENDOR_ERR(vi->layer, vi->etype, vi->ecode);
 	stream_fail(s, v, seg, seg_len, -1, vi_event(v));
 }
 
@@ -1292,6 +1306,8 @@ static void on_end(struct swiw_stream *s)
 		break;
 	}
 	case SWIW_DDP_TERMINATE:
+		s->vendor_err = TERM_VENDOR_ERR(
+			g->u.term.layer, g->u.term.etype, g->u.term.ecode);
 		stream_fail(s, SWIW_V_NONE, NULL, 0,
 			    (int)swiw_term_peer_status(g->u.term.layer,
 						       g->u.term.etype,

@@ -467,13 +467,20 @@ static void bad_access(struct fx *f, bool bad_read, uint32_t rkey,
 	if (bad_read) {
 		/* The READ is outstanding until the TERMINATE answers it. */
 		assert_int_equal(wc[0].status, IBV_WC_REM_ACCESS_ERR);
+		/* RDMAP layer 0, remote protection 1: a Read source. */
+		assert_int_equal(wc[0].vendor_err & 0xff00, 0x0100);
 		assert_int_equal(wc[1].status, IBV_WC_WR_FLUSH_ERR);
+		assert_int_equal(wc[1].vendor_err, 0);
 	} else {
 		/* The WRITE went to TCP whole: it completed before the
 		 * TERMINATE came back, so the READ behind it is the oldest
 		 * WR without a completion, the one the TERMINATE fails. */
 		assert_int_equal(wc[0].status, IBV_WC_SUCCESS);
 		assert_int_equal(wc[1].status, IBV_WC_REM_ACCESS_ERR);
+		/* The TERMINATE's layer, type and code (DDP tagged buffer
+		 * error or RDMAP remote protection, by the violation). */
+		assert_true(wc[1].vendor_err == 0x0102 ||
+			    (wc[1].vendor_err & 0xff00) == 0x1100);
 	}
 	assert_int_equal(wc[2].status, IBV_WC_WR_FLUSH_ERR);
 	n = collect(f->a.rcq, wc, 32);
