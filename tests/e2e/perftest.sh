@@ -2,20 +2,57 @@
 # The distribution's unmodified perftest and ibv_srq_pingpong over swiw_lo,
 # server and client in two processes under swiw-run, connected by
 # ibv_modify_qp through the broker (perftest without -R exchanges QP
-# numbers over its own socket). Each must exit 0 and report its figures.
+# numbers over its own socket): every program, all sizes (-a), inline
+# (-I), completion events (-e), bidirectional (-b) and four QPs (-q 4).
+# Each must exit 0 and report its figures.
 . "$(dirname "$0")/lib.sh"
 
-need_cmd ib_write_bw ib_write_lat ib_read_bw ib_read_lat ib_send_lat ib_send_bw \
-	ibv_srq_pingpong ss
+need_cmd ib_write_bw ib_write_lat ib_read_bw ib_read_lat ib_send_lat \
+	ib_send_bw ib_atomic_bw ib_atomic_lat ibv_srq_pingpong ss
 
 . "$(dirname "$0")/perftest_lib.sh"
 
-pair ib_write_bw "$BW" -x 0 -n 500
+# Every size perftest's -a runs: 2 B to 8 MiB for the bandwidth and
+# latency tests (23 sizes; send_lat and write_lat start at 2 as well).
+ROWS=23 pair ib_write_bw "$BW" -x 0 -a -n 50
+ROWS=23 pair ib_read_bw "$BW" -x 0 -a -n 50
+ROWS=23 PD_LEAK=1 pair ib_send_bw "$BW" -x 0 -a -n 50
+ROWS=23 pair ib_write_lat "$LAT" -x 0 -a -n 50
+ROWS=23 pair ib_read_lat "$LAT" -x 0 -a -n 50
+ROWS=23 pair ib_send_lat "$LAT" -x 0 -a -n 50
 pair ib_write_bw "$BW" -x 0 -n 200 -s 1048576
-pair ib_read_bw "$BW" -x 0 -n 500
-pair ib_write_lat "$LAT" -x 0 -n 500
-pair ib_read_lat "$LAT" -x 0 -n 500
-pair ib_send_lat "$LAT" -x 0 -n 500
-PD_LEAK=1 pair ib_send_bw "$BW" -x 0 -n 500
 pair ib_send_lat "$LAT" -x 0 -n 500 -s 65536
+
+# RFC 7306 atomics.
+pair ib_atomic_lat "$LAT" -x 0 -n 500
+pair ib_atomic_lat "$LAT" -x 0 -n 500 -A CMP_AND_SWAP
+pair ib_atomic_bw "$BW" -x 0 -n 500
+pair ib_atomic_bw "$BW" -x 0 -n 500 -A CMP_AND_SWAP
+
+# Inline data up to the advertised 512 octets.
+pair ib_send_lat "$LAT" -x 0 -n 500 -s 256 -I 512
+pair ib_write_lat "$LAT" -x 0 -n 500 -s 64 -I 512
+pair ib_write_bw "$BW" -x 0 -n 500 -s 512 -I 512
+
+# Completion channels (perftest rejects -e for the Write tests' server
+# side of write_lat, which polls memory).
+pair ib_send_lat "$LAT" -x 0 -n 500 -e
+PD_LEAK=1 pair ib_send_bw "$BW" -x 0 -n 500 -e
+pair ib_write_bw "$BW" -x 0 -n 500 -e
+pair ib_read_bw "$BW" -x 0 -n 500 -e
+pair ib_read_lat "$LAT" -x 0 -n 500 -e
+pair ib_atomic_bw "$BW" -x 0 -n 500 -e
+
+# Both directions at once.
+pair ib_write_bw "$BW" -x 0 -n 500 -b
+pair ib_read_bw "$BW" -x 0 -n 500 -b
+PD_LEAK=1 pair ib_send_bw "$BW" -x 0 -n 500 -b
+pair ib_atomic_bw "$BW" -x 0 -n 500 -b
+
+# Four QPs.
+pair ib_write_bw "$BW" -x 0 -n 500 -q 4
+pair ib_read_bw "$BW" -x 0 -n 500 -q 4
+PD_LEAK=1 pair ib_send_bw "$BW" -x 0 -n 500 -q 4
+pair ib_atomic_bw "$BW" -x 0 -n 500 -q 4
+
 pair ibv_srq_pingpong '^[0-9]+ iters in [0-9.]+ seconds' -g 0

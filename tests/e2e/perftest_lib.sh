@@ -30,19 +30,41 @@ pd_leak_ok() {
 	grep -q '^Failed to deallocate PD' <<<"$2"
 }
 
+listening_in() {
+	if [ -n "$1" ]; then
+		ip netns exec "$1" ss -Hltn "sport = :$2" | grep -q .
+	else
+		listening "$2"
+	fi
+}
+
 # pair PROGRAM REPORT-ERE ARGS...: server in the background, then the
-# client against 127.0.0.1; the client's output must match REPORT-ERE.
+# client; the client's output must match REPORT-ERE. By default both run
+# here on swiw_lo and the client dials 127.0.0.1; PAIR_SNS/PAIR_CNS (the
+# server's and client's network namespaces), PAIR_SDEV/PAIR_CDEV and
+# PAIR_ADDR change that. ROWS=N: the client must print N figure lines
+# (one per size with -a).
 pair() {
-	local prog=$1 report=$2 port pid srv_rc
+	local prog=$1 report=$2 port pid srv_rc rows
+	local sns=${PAIR_SNS:-} cns=${PAIR_CNS:-} pre=()
 
 	shift 2
 	port=$((20000 + RANDOM % 20000))
-	timeout -k 5 "$T_LIMIT" "${SWIW[@]}" "$prog" -d swiw_lo -p "$port" \
-		"$@" >"$T_TMP/srv.out" 2>"$T_TMP/srv.err" &
+	[ -n "$sns" ] && pre=(ip netns exec "$sns")
+	timeout -k 5 "$T_LIMIT" "${pre[@]}" "${SWIW[@]}" "$prog" \
+		-d "${PAIR_SDEV:-swiw_lo}" -p "$port" "$@" \
+		>"$T_TMP/srv.out" 2>"$T_TMP/srv.err" &
 	pid=$!
 	on_exit "kill $pid"
-	wait_until 20 "$prog server listening on $port" listening "$port"
-	swiw_run "$prog" -d swiw_lo -p "$port" "$@" 127.0.0.1
+	wait_until 20 "$prog server listening on $port" listening_in "$sns" \
+		"$port"
+	if [ -n "$cns" ]; then
+		ns_swiw_run "$cns" "$prog" -d "${PAIR_CDEV:-swiw_lo}" \
+			-p "$port" "$@" "${PAIR_ADDR:-127.0.0.1}"
+	else
+		swiw_run "$prog" -d "${PAIR_CDEV:-swiw_lo}" -p "$port" "$@" \
+			"${PAIR_ADDR:-127.0.0.1}"
+	fi
 	wait "$pid"
 	srv_rc=$?
 	if [ -n "${PD_LEAK:-}" ]; then
@@ -55,8 +77,13 @@ pair() {
 		fail "$prog $*: client exit $RC, server exit $srv_rc"
 	fi
 	out_has "$report" "$prog report"
-	pass "$prog $*: $(printf '%s\n' "$OUT" | grep -E "$report" | head -1 |
-		tr -s ' \t' ' ')"
+	rows=$(printf '%s\n' "$OUT" | grep -cE "$report")
+	if [ -n "${ROWS:-}" ] && [ "$rows" -ne "$ROWS" ]; then
+		show_last >&2
+		fail "$prog $*: $rows figure lines, expected $ROWS"
+	fi
+	pass "$prog $*: $(printf '%s\n' "$OUT" | grep -E "$report" | tail -1 |
+		tr -s ' \t' ' ') ($rows sizes)"
 }
 
 # perftest's figure lines: size, iterations, then numbers (tab-separated).
