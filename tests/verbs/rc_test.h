@@ -167,6 +167,40 @@ static inline int rt_collect(struct ibv_cq *cq, struct ibv_wc *wc, int max,
 	return n;
 }
 
+/* Exactly @n expected: waits up to @ms for them, then 50 ms for any
+ * extra one; returns how many came. */
+static inline int rt_expect(struct ibv_cq *cq, struct ibv_wc *wc, int max,
+			    int n, int ms)
+{
+	int got = rt_wait(cq, wc, n, ms);
+
+	if (got < 0 || got < n)
+		return got;
+	return got + rt_collect(cq, wc + got, max - got, 50);
+}
+
+/* Completions until the one of @last_id (which ends a stream that was
+ * cut) or @ms passed, then 50 ms for any extra one; how many. */
+static inline int rt_drain(struct ibv_cq *cq, struct ibv_wc *wc, int max,
+			   uint64_t last_id, int ms)
+{
+	long end = rt_now_ms() + ms;
+	int n = 0, r;
+
+	while (n < max && (!n || wc[n - 1].wr_id != last_id)) {
+		r = ibv_poll_cq(cq, 1, wc + n);
+		if (r < 0)
+			return -1;
+		n += r;
+		if (!r) {
+			if (rt_now_ms() > end)
+				return n;
+			usleep(200);
+		}
+	}
+	return n + rt_collect(cq, wc + n, max - n, 50);
+}
+
 /*
  * The first async event of @ctx for @qp within @ms (others are dropped);
  * -1 if none. The async fd is expected to be non-blocking.

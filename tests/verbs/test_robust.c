@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -144,7 +145,7 @@ static const char *st(enum ibv_wc_status s)
 static int check_recvs(struct ibv_cq *cq, uint64_t base, int nwr, uint32_t len)
 {
 	struct ibv_wc wc[DEPTH];
-	int n = rt_collect(cq, wc, DEPTH, 500), ok = 0, i;
+	int n = rt_expect(cq, wc, DEPTH, nwr, 10000), ok = 0, i;
 
 	if (n != nwr)
 		fprintf(stderr, "%d receive completions, %d posted\n", n, nwr);
@@ -235,10 +236,10 @@ static void check_post_in_err(struct ibv_qp *qp, struct ibv_cq *scq,
 
 	assert_int_equal(rt_post(qp, 77, IBV_WR_SEND, &sge, 0, 0, 0), 0);
 	assert_int_equal(rt_post_recv(qp, 78, mr->addr, 64, mr->lkey), 0);
-	assert_int_equal(rt_collect(scq, wc, 4, 200), 1);
+	assert_int_equal(rt_expect(scq, wc, 4, 1, 5000), 1);
 	assert_int_equal(wc[0].wr_id, 77);
 	assert_int_equal(wc[0].status, IBV_WC_WR_FLUSH_ERR);
-	assert_int_equal(rt_collect(rcq, wc, 4, 200), 1);
+	assert_int_equal(rt_expect(rcq, wc, 4, 1, 5000), 1);
 	assert_int_equal(wc[0].wr_id, 78);
 	assert_int_equal(wc[0].status, IBV_WC_WR_FLUSH_ERR);
 }
@@ -262,7 +263,7 @@ static void test_flush_on_err(void **state)
 	/* Mid-stream: once the first completion is in. */
 	assert_int_equal(rt_wait(f->ascq, wc, 1, 5000), 1);
 	assert_int_equal(rt_set_state(f->a, IBV_QPS_ERR), 0);
-	n = 1 + rt_collect(f->ascq, wc + 1, 2 * DEPTH - 1, 500);
+	n = 1 + rt_drain(f->ascq, wc + 1, 2 * DEPTH - 1, NWR - 1, 10000);
 	/* Flushed by the move to ERR: WR_FLUSH_ERR from the first on. */
 	e = rt_check_stream(wc, n, NWR, sig, IBV_WC_WR_FLUSH_ERR);
 	assert_true(e < NWR); /* 400 MiB cannot have gone already */
@@ -296,7 +297,7 @@ static void test_flush_peer_destroyed(void **state)
 	assert_int_equal(rt_wait(f->ascq, wc, 1, 5000), 1);
 	assert_int_equal(ibv_destroy_qp(f->b), 0);
 	f->b = NULL;
-	n = 1 + rt_collect(f->ascq, wc + 1, 2 * DEPTH - 1, 1500);
+	n = 1 + rt_drain(f->ascq, wc + 1, 2 * DEPTH - 1, NWR - 1, 10000);
 	/* The stream is cut: the first failure may be a flush or the lost
 	 * stream's own error; everything behind it flushes. */
 	e = rt_check_stream(wc, n, NWR, sig, -1);
@@ -335,7 +336,7 @@ static void test_flush_bad_read_mid_stream(void **state)
 	post_recvs(f->b, f->bdst, f->bdmr, 1000, NRECV_B);
 	post_recvs(f->a, f->adst + (1u << 20), f->admr, 2000, NRECV_A);
 	post_stream(f, sig, 200, &bad, &before);
-	n = rt_collect(f->ascq, wc, 2 * DEPTH, 1000);
+	n = rt_drain(f->ascq, wc, 2 * DEPTH, NWR - 1, 10000);
 	assert_int_equal(
 		rt_check_stream(wc, n, NWR, sig, IBV_WC_REM_ACCESS_ERR), 200);
 	assert_int_equal(check_recvs(f->arcq, 2000, NRECV_A, 0), 0);
@@ -378,7 +379,7 @@ static void test_flush_bad_write_mid_stream(void **state)
 	post_recvs(f->b, f->bdst, f->bdmr, 1000, NRECV_B);
 	post_recvs(f->a, f->adst, f->admr, 2000, NRECV_A);
 	post_stream(f, sig, 200, &bad, &before);
-	n = rt_collect(f->ascq, wc, 2 * DEPTH, 1000);
+	n = rt_drain(f->ascq, wc, 2 * DEPTH, NWR - 1, 10000);
 	e = rt_check_stream(wc, n, NWR, sig, IBV_WC_REM_ACCESS_ERR);
 	assert_true(e >= 200 && e < NWR);
 	assert_int_equal(check_recvs(f->arcq, 2000, NRECV_A, 0), 0);
@@ -456,7 +457,7 @@ static void violation(struct fx *f, const struct viol *v)
 				      .send_flags = IBV_SEND_SIGNALED };
 	assert_int_equal(ibv_post_send(f->a, wr, &bad), 0);
 
-	n = rt_collect(f->ascq, wc, 16, 500);
+	n = rt_expect(f->ascq, wc, 16, 3, 10000);
 	for (i = 0; i < n; i++)
 		fprintf(stderr, "a: wr %llu %s\n",
 			(unsigned long long)wc[i].wr_id, st(wc[i].status));
@@ -468,11 +469,11 @@ static void violation(struct fx *f, const struct viol *v)
 				 i == failed ? v->a_status :
 					       IBV_WC_WR_FLUSH_ERR);
 	}
-	n = rt_collect(f->arcq, wc, 16, 200);
+	n = rt_expect(f->arcq, wc, 16, 2, 5000);
 	assert_int_equal(n, 2);
 	for (i = 0; i < n; i++)
 		assert_int_equal(wc[i].status, IBV_WC_WR_FLUSH_ERR);
-	n = rt_collect(f->brcq, wc, 16, 200);
+	n = rt_expect(f->brcq, wc, 16, v->b_recvs, 5000);
 	assert_int_equal(n, v->b_recvs);
 	for (i = 0; i < n; i++) {
 		assert_int_equal(wc[i].wr_id, 100 + (uint64_t)i);
@@ -699,14 +700,15 @@ static void test_hundred_pairs(void **state)
 					      f->bdst + i * SLOT, 4096,
 					      f->bdmr->lkey),
 				 0);
-		assert_int_equal(rt_post(a[i], 2 * (uint64_t)i, IBV_WR_SEND,
-					 &ss, IBV_SEND_SIGNALED, 0, 0),
-				 0);
+		/* The WRITE first: the receive then says it was placed. */
 		assert_int_equal(rt_post(a[i], 2 * (uint64_t)i + 1,
 					 IBV_WR_RDMA_WRITE, &ws,
 					 IBV_SEND_SIGNALED,
 					 (uintptr_t)f->bdst + i * SLOT + 8192,
 					 f->bdmr->rkey),
+				 0);
+		assert_int_equal(rt_post(a[i], 2 * (uint64_t)i, IBV_WR_SEND,
+					 &ss, IBV_SEND_SIGNALED, 0, 0),
 				 0);
 	}
 	n = rt_wait(f->ascq, wc, 2 * NPAIR, 30000);
@@ -764,8 +766,8 @@ struct worker {
 	const char *err;
 };
 
-/* Inline SEND of (t, seq) and a WRITE of page seq % 8 of the thread's
- * slice; both signaled. */
+/* A WRITE of page seq % 8 of the thread's slice and an inline SEND of
+ * (t, seq); both signaled. */
 static int post_pair(struct worker *w, uint32_t seq)
 {
 	struct fx *f = w->f;
@@ -775,11 +777,12 @@ static int post_pair(struct worker *w, uint32_t seq)
 	struct ibv_sge ws = { (uintptr_t)f->asrc + off, 4096, f->asmr->lkey };
 	uint64_t id = (uint64_t)w->t << 32 | (uint64_t)seq * 2;
 
-	if (rt_post(w->a, id, IBV_WR_SEND, &is,
-		    IBV_SEND_SIGNALED | IBV_SEND_INLINE, 0, 0))
+	/* The WRITE first: the SEND's arrival then says it was placed. */
+	if (rt_post(w->a, id, IBV_WR_RDMA_WRITE, &ws, IBV_SEND_SIGNALED,
+		    (uintptr_t)f->bdst + off + TSLICE / 2, f->bdmr->rkey))
 		return -1;
-	return rt_post(w->a, id + 1, IBV_WR_RDMA_WRITE, &ws, IBV_SEND_SIGNALED,
-		       (uintptr_t)f->bdst + off + TSLICE / 2, f->bdmr->rkey);
+	return rt_post(w->a, id + 1, IBV_WR_SEND, &is,
+		       IBV_SEND_SIGNALED | IBV_SEND_INLINE, 0, 0);
 }
 
 /* Receives of one thread's messages, in order: (t, seq) 0.. ITER-1. */
@@ -964,6 +967,217 @@ static void test_threads_shared_qp(void **state)
 	no_more(f->ascq, 20);
 }
 
+/*
+ * 1b with READs: the peer QP is destroyed while 1 MiB READs are
+ * outstanding. Their responses never come; each READ completes once,
+ * flushed (or with the lost stream's error first), none is left behind.
+ */
+static void test_flush_peer_destroyed_reads(void **state)
+{
+	struct fx *f = *state;
+	static struct ibv_wc wc[2 * DEPTH];
+	bool sig[64];
+	enum ibv_event_type t;
+	int i, n, e;
+
+	for (i = 0; i < 64; i++) {
+		struct ibv_sge rs = { (uintptr_t)f->adst + (i % 4) * (1u << 20),
+				      1u << 20, f->admr->lkey };
+
+		sig[i] = i % 3 != 1;
+		assert_int_equal(rt_post(f->a, (uint64_t)i, IBV_WR_RDMA_READ,
+					 &rs, sig[i] ? IBV_SEND_SIGNALED : 0,
+					 (uintptr_t)f->bsrc, f->bsmr->rkey),
+				 0);
+	}
+	assert_int_equal(rt_wait(f->ascq, wc, 1, 5000), 1);
+	assert_int_equal(ibv_destroy_qp(f->b), 0);
+	f->b = NULL;
+	n = 1 + rt_drain(f->ascq, wc + 1, 2 * DEPTH - 1, 63, 10000);
+	e = rt_check_stream(wc, n, 64, sig, -1);
+	assert_true(e < 64);
+	assert_int_equal(rt_event(f->ctx, f->a, &t, 2000), 0);
+	assert_int_equal(t, IBV_EVENT_QP_FATAL);
+	assert_int_equal(rt_state(f->a), IBV_QPS_ERR);
+	no_more(f->ascq, 50);
+}
+
+/*
+ * Threads keep posting to one QP while the main thread moves it to ERR:
+ * every WR whose post returned 0 completes exactly once, successes
+ * before flushes, each thread's in its order, none unaccounted for.
+ */
+struct racer {
+	struct fx *f;
+	int t;
+	uint32_t posted;
+	const char *err;
+};
+
+static void *racer_main(void *arg)
+{
+	struct racer *r = arg;
+	struct fx *f = r->f;
+	struct ibv_sge ws = { (uintptr_t)f->asrc + (uint32_t)r->t * 65536u,
+			      65536, f->asmr->lkey };
+
+	for (uint32_t seq = 0; seq < 200; seq++) {
+		uint64_t id = (uint64_t)r->t << 32 | seq;
+
+		/* 4 x 200 WRs fit the queue: no post fails for space. */
+		if (rt_post(f->a, id, IBV_WR_RDMA_WRITE, &ws, IBV_SEND_SIGNALED,
+			    (uintptr_t)f->bdst, f->bdmr->rkey)) {
+			r->err = "post_send failed";
+			return NULL;
+		}
+		r->posted++;
+		if (seq % 16 == 0)
+			usleep(500);
+	}
+	return NULL;
+}
+
+static void test_threads_post_during_err(void **state)
+{
+	struct fx *f = *state;
+	struct racer r[NT];
+	pthread_t th[NT];
+	static struct ibv_wc wc[4 * DEPTH];
+	uint32_t next[NT] = { 0 };
+	int t, i, n, flushed = 0;
+
+	for (t = 0; t < NT; t++) {
+		r[t] = (struct racer){ .f = f, .t = t };
+		assert_int_equal(
+			pthread_create(&th[t], NULL, racer_main, &r[t]), 0);
+	}
+	n = rt_wait(f->ascq, wc, 8, 5000);
+	assert_int_equal(n, 8);
+	assert_int_equal(rt_set_state(f->a, IBV_QPS_ERR), 0);
+	for (t = 0; t < NT; t++)
+		assert_int_equal(pthread_join(th[t], NULL), 0);
+	n += rt_expect(f->ascq, wc + n, 4 * DEPTH - n, NT * 200 - n, 10000);
+	for (t = 0; t < NT; t++) {
+		assert_null(r[t].err);
+		assert_int_equal(r[t].posted, 200);
+	}
+	assert_int_equal(n, NT * 200);
+	for (i = 0; i < n; i++) {
+		t = (int)(wc[i].wr_id >> 32);
+		assert_true(t < NT);
+		assert_int_equal((uint32_t)wc[i].wr_id, next[t]);
+		next[t]++;
+		if (wc[i].status != IBV_WC_SUCCESS) {
+			assert_int_equal(wc[i].status, IBV_WC_WR_FLUSH_ERR);
+			flushed++;
+		} else {
+			assert_int_equal(flushed, 0);
+		}
+	}
+	assert_true(flushed > 0);
+	no_more(f->ascq, 50);
+}
+
+/* b streams @n 64 KiB SENDs to a; a has as many receives in @buf. */
+static void sends_from_b(struct fx *f, uint8_t *buf, uint32_t lkey, int n)
+{
+	struct ibv_sge ss = { (uintptr_t)f->bsrc, 65536, f->bsmr->lkey };
+
+	for (int i = 0; i < n; i++) {
+		assert_int_equal(rt_post_recv(f->a, 3000 + (uint64_t)i,
+					      buf + (i % 16) * 65536u, 65536,
+					      lkey),
+				 0);
+		assert_int_equal(rt_post(f->b, 4000 + (uint64_t)i, IBV_WR_SEND,
+					 &ss, 0, 0, 0),
+				 0);
+	}
+}
+
+/*
+ * Once a WR completed flushed its buffer is the application's again: a
+ * READ response or a SEND still on the way must not be placed there
+ * afterwards. a has READs outstanding and receives that b's SENDs fill
+ * when it moves to ERR; after the last flush its buffer is cleared and
+ * must stay clear.
+ */
+static void test_no_placement_after_flush(void **state)
+{
+	struct fx *f = *state;
+	static struct ibv_wc wc[2 * DEPTH];
+	int i, n, nr;
+	size_t j;
+
+	memset(f->bsrc, 0xab, BUF);
+	for (i = 0; i < 64; i++) {
+		struct ibv_sge rs = { (uintptr_t)f->adst + (i % 4) * (1u << 20),
+				      1u << 20, f->admr->lkey };
+
+		assert_int_equal(rt_post(f->a, (uint64_t)i, IBV_WR_RDMA_READ,
+					 &rs, IBV_SEND_SIGNALED,
+					 (uintptr_t)f->bsrc, f->bsmr->rkey),
+				 0);
+	}
+	sends_from_b(f, f->adst, f->admr->lkey, 64);
+	assert_int_equal(rt_wait(f->ascq, wc, 1, 5000), 1);
+	assert_int_equal(rt_set_state(f->a, IBV_QPS_ERR), 0);
+	n = 1 + rt_expect(f->ascq, wc + 1, 2 * DEPTH - 1, 63, 10000);
+	assert_int_equal(n, 64);
+	nr = rt_expect(f->arcq, wc, 2 * DEPTH, 64, 10000);
+	assert_int_equal(nr, 64);
+	memset(f->adst, 0, BUF);
+	usleep(300000);
+	for (j = 0; j < BUF && !f->adst[j]; j++)
+		;
+	if (j < BUF)
+		fprintf(stderr, "octet %zu placed after the flush\n", j);
+	assert_int_equal(j, BUF);
+}
+
+/*
+ * The application destroys its QP in the middle of WRITEs from, READs
+ * into and receives into a region, then deregisters and unmaps it: the
+ * engine must not touch it any more (it would crash the test). The peer
+ * sees the stream end: ERR and QP_FATAL.
+ */
+static void test_destroy_then_unmap(void **state)
+{
+	struct fx *f = *state;
+	struct ibv_wc wc[4];
+	enum ibv_event_type t;
+	uint8_t *m = mmap(NULL, BUF, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct ibv_mr *mr;
+	int i;
+
+	assert_true(m != MAP_FAILED);
+	mr = ibv_reg_mr(f->pd, m, BUF, RT_ACC);
+	assert_non_null(mr);
+	for (i = 0; i < 96; i++) {
+		struct ibv_sge sge = { (uintptr_t)m + (i % 4) * (1u << 20),
+				       1u << 20, mr->lkey };
+		bool rd = i % 2;
+
+		assert_int_equal(rt_post(f->a, (uint64_t)i,
+					 rd ? IBV_WR_RDMA_READ :
+					      IBV_WR_RDMA_WRITE,
+					 &sge, IBV_SEND_SIGNALED,
+					 (uintptr_t)(rd ? f->bsrc : f->bdst),
+					 rd ? f->bsmr->rkey : f->bdmr->rkey),
+				 0);
+	}
+	sends_from_b(f, m, mr->lkey, 64);
+	assert_int_equal(rt_wait(f->ascq, wc, 1, 5000), 1);
+	assert_int_equal(ibv_destroy_qp(f->a), 0);
+	f->a = NULL;
+	assert_int_equal(ibv_dereg_mr(mr), 0);
+	assert_int_equal(munmap(m, BUF), 0);
+	assert_int_equal(rt_wait_state(f->b, IBV_QPS_ERR, 3000), IBV_QPS_ERR);
+	assert_int_equal(rt_event(f->ctx, f->b, &t, 1000), 0);
+	assert_int_equal(t, IBV_EVENT_QP_FATAL);
+	usleep(200000);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 #define TB(fn) cmocka_unit_test_setup_teardown(fn, setup_bare, teardown)
 
@@ -972,6 +1186,9 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		T(test_flush_on_err),
 		T(test_flush_peer_destroyed),
+		T(test_flush_peer_destroyed_reads),
+		T(test_no_placement_after_flush),
+		T(test_destroy_then_unmap),
 		T(test_flush_bad_read_mid_stream),
 		T(test_flush_bad_write_mid_stream),
 		T(test_write_wrong_key_byte),
@@ -986,6 +1203,7 @@ int main(void)
 		TB(test_hundred_pairs),
 		TB(test_threads_own_qp),
 		T(test_threads_shared_qp),
+		T(test_threads_post_during_err),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
