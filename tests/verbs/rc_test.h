@@ -202,11 +202,10 @@ static inline int rt_drain(struct ibv_cq *cq, struct ibv_wc *wc, int max,
 }
 
 /*
- * The first async event of @ctx for @qp within @ms (others are dropped);
- * -1 if none. The async fd is expected to be non-blocking.
+ * The type of the first async event of @ctx for @qp within @ms (others
+ * are dropped), -1 if none. The async fd is expected to be non-blocking.
  */
-static inline int rt_event(struct ibv_context *ctx, struct ibv_qp *qp,
-			   enum ibv_event_type *type, int ms)
+static inline int rt_event(struct ibv_context *ctx, struct ibv_qp *qp, int ms)
 {
 	struct pollfd p = { .fd = ctx->async_fd, .events = POLLIN };
 	struct ibv_async_event ev;
@@ -218,10 +217,8 @@ static inline int rt_event(struct ibv_context *ctx, struct ibv_qp *qp,
 		if (ibv_get_async_event(ctx, &ev))
 			continue;
 		ibv_ack_async_event(&ev);
-		if (ev.element.qp == qp) {
-			*type = ev.event_type;
-			return 0;
-		}
+		if (ev.element.qp == qp)
+			return (int)ev.event_type;
 	}
 	return -1;
 }

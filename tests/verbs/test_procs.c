@@ -141,17 +141,20 @@ static int exchange_connect(struct fx *f, struct info *peer)
 
 enum child_mode {
 	CH_PAUSE,
+	CH_SENDER,
 	CH_STREAM,
 	CH_MANY
 };
 
 #define CH_RECVS 64
+#define CH_SENDS 200
 
 /*
  * The child: opens its side on the shared region, fills its upper half
  * with a pattern, connects, reports ready (one octet), then either sits
- * in pause() until killed (CH_PAUSE, CH_STREAM) or checks its receives
- * (CH_MANY) and reports the result. Exit codes say where it failed.
+ * in pause() until killed (CH_PAUSE, CH_STREAM; CH_SENDER first posts
+ * CH_SENDS SENDs of 1 MiB once the parent says go) or checks its
+ * receives (CH_MANY) and reports the result. Exit codes say where it failed.
  */
 static int child_main(struct fx *f, enum child_mode mode)
 {
@@ -178,6 +181,17 @@ static int child_main(struct fx *f, enum child_mode mode)
 			return 11;
 	if (xfer(f->sock, &ok, 1, true))
 		return 13;
+	if (mode == CH_SENDER) {
+		struct ibv_sge sge = { (uintptr_t)f->shared, 1u << 20,
+				       f->mr->lkey };
+
+		if (xfer(f->sock, &ok, 1, false))
+			return 15;
+		for (i = 0; i < CH_SENDS; i++)
+			if (rt_post(f->qp[0], (uint64_t)i, IBV_WR_SEND, &sge,
+				    IBV_SEND_SIGNALED, 0, 0))
+				return 16;
+	}
 	if (mode != CH_MANY) {
 		for (;;)
 			pause();
@@ -217,7 +231,7 @@ static void start(struct fx *f, enum child_mode mode, int nqp,
 		  struct info *peer)
 {
 	int sv[2];
-	uint8_t ok;
+	uint8_t ok = 0;
 
 	rt_arm(90);
 	f->shared = mmap(NULL, REGION, PROT_READ | PROT_WRITE,
@@ -337,7 +351,6 @@ static void test_peer_sigkill(void **state)
 	struct ibv_sge sge;
 	static struct ibv_wc wc[2 * NWR];
 	bool sig[NWR];
-	enum ibv_event_type t;
 	int i, k, n, e, nsend = 0, status;
 	long t0;
 
@@ -379,8 +392,7 @@ static void test_peer_sigkill(void **state)
 	n = 1 + rt_drain(f->scq, wc + 1, 2 * NWR - 1, NWR - 1, 10000);
 	e = rt_check_stream(wc, n, NWR, sig, -1);
 	assert_true(e < NWR); /* 200 MiB cannot all have gone */
-	assert_int_equal(rt_event(f->ctx, f->qp[0], &t, 2000), 0);
-	assert_int_equal(t, IBV_EVENT_QP_FATAL);
+	assert_int_equal(rt_event(f->ctx, f->qp[0], 2000), IBV_EVENT_QP_FATAL);
 	fprintf(stderr, "all done %ld ms after the kill\n", rt_now_ms() - t0);
 	assert_true(rt_now_ms() - t0 < 5000);
 	assert_int_equal(rt_state(f->qp[0]), IBV_QPS_ERR);
@@ -396,6 +408,58 @@ static void test_peer_sigkill(void **state)
 	assert_int_equal(rt_expect(f->scq, wc, 4, 1, 5000), 1);
 	assert_int_equal(wc[0].wr_id, 5000);
 	assert_int_equal(wc[0].status, IBV_WC_WR_FLUSH_ERR);
+}
+
+/*
+ * The peer process is SIGKILLed while it SENDs 1 MiB messages into our
+ * receives: those that arrived whole complete successfully, in order;
+ * the one cut in the middle fails, all behind it flush, none completes
+ * as a success; QP_FATAL arrives.
+ */
+static void test_peer_sigkill_sender(void **state)
+{
+	struct fx *f = *state;
+	struct info peer;
+	static struct ibv_wc wc[2 * CH_SENDS];
+	uint8_t go = 1;
+	int i, n, ok = 0, status;
+
+	start(f, CH_SENDER, 1, &peer);
+	for (i = 0; i < CH_SENDS; i++)
+		assert_int_equal(rt_post_recv(f->qp[0], (uint64_t)i, f->buf,
+					      1u << 20, f->mr->lkey),
+				 0);
+	assert_int_equal(xfer(f->sock, &go, 1, true), 0);
+	assert_int_equal(rt_wait(f->rcq, wc, 1, 10000), 1);
+	assert_int_equal(kill(f->child, SIGKILL), 0);
+	status = reap(f->child, 5000);
+	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	f->child = 0;
+	n = 1 + rt_drain(f->rcq, wc + 1, 2 * CH_SENDS - 1, CH_SENDS - 1, 10000);
+	assert_int_equal(n, CH_SENDS);
+	for (i = 0; i < n; i++) {
+		assert_int_equal(wc[i].wr_id, (uint64_t)i);
+		if (wc[i].status == IBV_WC_SUCCESS) {
+			assert_int_equal(ok, i);
+			assert_int_equal(wc[i].byte_len, 1u << 20);
+			ok++;
+		} else if (i == ok) {
+			/* The receive the cut message was filling: FATAL_ERR
+			 * (row SWIW_V_LLP_LOST), or a flush if the cut fell
+			 * between messages. */
+			fprintf(stderr, "receive %d: %s\n", i,
+				ibv_wc_status_str(wc[i].status));
+			assert_true(wc[i].status == IBV_WC_FATAL_ERR ||
+				    wc[i].status == IBV_WC_WR_FLUSH_ERR);
+		} else {
+			assert_int_equal(wc[i].status, IBV_WC_WR_FLUSH_ERR);
+		}
+	}
+	fprintf(stderr, "%d of %d arrived before the kill\n", ok, CH_SENDS);
+	assert_true(ok < CH_SENDS);
+	assert_int_equal(rt_event(f->ctx, f->qp[0], 2000), IBV_EVENT_QP_FATAL);
+	assert_int_equal(rt_state(f->qp[0]), IBV_QPS_ERR);
+	assert_int_equal(rt_collect(f->scq, wc, 4, 50), 0);
 }
 
 /* 100 QPs in each process, pairwise connected, each a SEND and a WRITE;
@@ -463,6 +527,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 		T(test_write_read_paused),
 		T(test_peer_sigkill),
+		T(test_peer_sigkill_sender),
 		T(test_hundred_qps),
 	};
 
