@@ -1,0 +1,537 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * RC QPs of two processes over swiw_lo. Each test fork()s before anything
+ * verbs-related is open (the child inherits swiw-run's LD_PRELOAD); the
+ * two exchange GID, QP numbers, rkey and address over a socketpair and
+ * connect by ibv_modify_qp. The child's registered memory is a
+ * MAP_SHARED anonymous region, so the parent can check what its WRITEs
+ * placed there. One test per run (argv[1] is a cmocka filter), so a fork
+ * never happens after an earlier test's verbs threads existed.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <infiniband/verbs.h>
+
+#include "rc_test.h"
+#include "verbs_test.h"
+
+#define REGION (4u << 20)
+#define NQP 100
+
+/* What one side tells the other. */
+struct info {
+	union ibv_gid gid;
+	uint32_t qpn[NQP];
+	uint32_t rkey;
+	uint64_t addr;
+};
+
+struct fx {
+	int sock;
+	pid_t child;
+	uint8_t *shared; /* the child's registered region, seen by both */
+	struct ibv_device **list;
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *scq, *rcq;
+	uint8_t *buf;
+	struct ibv_mr *mr;
+	struct ibv_qp *qp[NQP];
+	int nqp;
+};
+
+/* Whole transfers on the socketpair, 20 s at most; 0 or -1. */
+static int xfer(int fd, void *p, size_t n, bool out)
+{
+	struct pollfd pf = { .fd = fd, .events = out ? POLLOUT : POLLIN };
+	uint8_t *b = p;
+	ssize_t r;
+
+	while (n) {
+		if (poll(&pf, 1, 20000) != 1)
+			return -1;
+		r = out ? write(fd, b, n) : read(fd, b, n);
+		if (r <= 0)
+			return -1;
+		b += r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+/* Opens swiw_lo, a PD, CQs, a buffer (@region if given) and @nqp QPs. */
+static int open_side(struct fx *f, uint8_t *region, int nqp, uint32_t depth)
+{
+	f->ctx = open_swiw_lo(&f->list);
+	if (!f->ctx)
+		return -1;
+	rt_nonblock_async(f->ctx);
+	f->pd = ibv_alloc_pd(f->ctx);
+	f->scq = ibv_create_cq(f->ctx, 4096, NULL, NULL, 0);
+	f->rcq = ibv_create_cq(f->ctx, 4096, NULL, NULL, 0);
+	f->buf = region ? region : calloc(1, REGION);
+	if (!f->pd || !f->scq || !f->rcq || !f->buf)
+		return -1;
+	f->mr = ibv_reg_mr(f->pd, f->buf, REGION, RT_ACC);
+	if (!f->mr)
+		return -1;
+	for (f->nqp = 0; f->nqp < nqp; f->nqp++) {
+		f->qp[f->nqp] = rt_make_qp(f->pd, f->scq, f->rcq, depth);
+		if (!f->qp[f->nqp])
+			return -1;
+	}
+	return 0;
+}
+
+static void close_side(struct fx *f, bool own_buf)
+{
+	for (int i = 0; i < f->nqp; i++)
+		if (f->qp[i])
+			ibv_destroy_qp(f->qp[i]);
+	if (f->mr)
+		ibv_dereg_mr(f->mr);
+	if (f->scq)
+		ibv_destroy_cq(f->scq);
+	if (f->rcq)
+		ibv_destroy_cq(f->rcq);
+	if (f->pd)
+		ibv_dealloc_pd(f->pd);
+	if (f->ctx)
+		ibv_close_device(f->ctx);
+	if (f->list)
+		ibv_free_device_list(f->list);
+	if (own_buf)
+		free(f->buf);
+}
+
+/* Sends our info, reads the peer's, connects all QPs pairwise. */
+static int exchange_connect(struct fx *f, struct info *peer)
+{
+	struct info me = { .rkey = f->mr->rkey, .addr = (uintptr_t)f->buf };
+	int i;
+
+	if (ibv_query_gid(f->ctx, 1, 0, &me.gid))
+		return -1;
+	for (i = 0; i < f->nqp; i++)
+		me.qpn[i] = f->qp[i]->qp_num;
+	if (xfer(f->sock, &me, sizeof(me), true) ||
+	    xfer(f->sock, peer, sizeof(*peer), false))
+		return -1;
+	for (i = 0; i < f->nqp; i++)
+		if (rt_to_rts(f->qp[i], &peer->gid, peer->qpn[i]))
+			return -1;
+	return 0;
+}
+
+enum child_mode {
+	CH_PAUSE,
+	CH_SENDER,
+	CH_STREAM,
+	CH_MANY
+};
+
+#define CH_RECVS 64
+#define CH_SENDS 200
+
+/*
+ * The child: opens its side on the shared region, fills its upper half
+ * with a pattern, connects, reports ready (one octet), then either sits
+ * in pause() until killed (CH_PAUSE, CH_STREAM; CH_SENDER first posts
+ * CH_SENDS SENDs of 1 MiB once the parent says go) or checks its
+ * receives (CH_MANY) and reports the result. Exit codes say where it failed.
+ */
+static int child_main(struct fx *f, enum child_mode mode)
+{
+	struct info peer;
+	struct ibv_wc wc[NQP];
+	uint8_t ok = 1;
+	int i, n;
+
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	alarm(60);
+	if (open_side(f, f->shared, mode == CH_MANY ? NQP : 1, 256))
+		return 10;
+	rt_fill(f->shared + REGION / 2, REGION / 2, 77);
+	if (exchange_connect(f, &peer))
+		return 12;
+	/* Receives once the QPs are past RESET, before the parent sends. */
+	for (i = 0; mode == CH_STREAM && i < CH_RECVS; i++)
+		if (rt_post_recv(f->qp[0], (uint64_t)i, f->shared, 1u << 20,
+				 f->mr->lkey))
+			return 11;
+	for (i = 0; mode == CH_MANY && i < NQP; i++)
+		if (rt_post_recv(f->qp[i], (uint64_t)i, f->shared + i * 16384u,
+				 4096, f->mr->lkey))
+			return 11;
+	if (xfer(f->sock, &ok, 1, true))
+		return 13;
+	if (mode == CH_SENDER) {
+		struct ibv_sge sge = { (uintptr_t)f->shared, 1u << 20,
+				       f->mr->lkey };
+
+		if (xfer(f->sock, &ok, 1, false))
+			return 15;
+		for (i = 0; i < CH_SENDS; i++)
+			if (rt_post(f->qp[0], (uint64_t)i, IBV_WR_SEND, &sge,
+				    IBV_SEND_SIGNALED, 0, 0))
+				return 16;
+	}
+	if (mode != CH_MANY) {
+		for (;;)
+			pause();
+	}
+	n = rt_wait(f->rcq, wc, NQP, 20000);
+	ok = n == NQP;
+	for (i = 0; i < n; i++)
+		ok &= wc[i].status == IBV_WC_SUCCESS &&
+		      wc[i].byte_len == 4096 && wc[i].wr_id < NQP &&
+		      wc[i].qp_num == f->qp[wc[i].wr_id]->qp_num;
+	if (!ok)
+		fprintf(stderr, "child: %d of %d receives, or a bad one\n", n,
+			NQP);
+	if (xfer(f->sock, &ok, 1, true) || xfer(f->sock, &ok, 1, false))
+		return 14;
+	close_side(f, false);
+	return 0;
+}
+
+/* The child's exit status, waiting up to @ms; -1 if it did not exit. */
+static int reap(pid_t pid, int ms)
+{
+	long end = rt_now_ms() + ms;
+	int status;
+
+	do {
+		if (waitpid(pid, &status, WNOHANG) == pid)
+			return status;
+		usleep(5000);
+	} while (rt_now_ms() < end);
+	return -1;
+}
+
+/* Forks the child (nothing verbs-related is open yet), then opens the
+ * parent's side with @nqp QPs and connects them to the child's. */
+static void start(struct fx *f, enum child_mode mode, int nqp,
+		  struct info *peer)
+{
+	int sv[2];
+	uint8_t ok = 0;
+
+	rt_arm(90);
+	f->shared = mmap(NULL, REGION, PROT_READ | PROT_WRITE,
+			 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	assert_true(f->shared != MAP_FAILED);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	fflush(NULL);
+	f->child = fork();
+	assert_true(f->child >= 0);
+	if (!f->child) {
+		close(sv[0]);
+		f->sock = sv[1];
+		_exit(child_main(f, mode));
+	}
+	close(sv[1]);
+	f->sock = sv[0];
+	assert_int_equal(open_side(f, NULL, nqp, 1024), 0);
+	if (exchange_connect(f, peer) || xfer(f->sock, &ok, 1, false)) {
+		int status = reap(f->child, 2000);
+
+		fprintf(stderr, "no connection; child status %#x\n", status);
+		f->child = 0;
+		fail();
+	}
+	assert_int_equal(ok, 1);
+}
+
+static int setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+
+	*state = f;
+	return f ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+
+	if (f->child > 0 && reap(f->child, 0) == -1) {
+		kill(f->child, SIGKILL);
+		reap(f->child, 5000);
+	}
+	close_side(f, true);
+	if (f->shared && f->shared != MAP_FAILED)
+		munmap(f->shared, REGION);
+	close(f->sock);
+	free(f);
+	alarm(0);
+	return 0;
+}
+
+/*
+ * A one-sided WRITE and READ complete while the target process sits in
+ * pause(): its engine serves them, the application does nothing.
+ */
+static void test_write_read_paused(void **state)
+{
+	struct fx *f = *state;
+	struct info peer;
+	struct ibv_sge ws, rs;
+	struct ibv_wc wc[2];
+	uint8_t want[4096];
+	int status;
+
+	start(f, CH_PAUSE, 1, &peer);
+	ws = (struct ibv_sge){ (uintptr_t)f->buf, 1u << 20, f->mr->lkey };
+	rs = (struct ibv_sge){ (uintptr_t)f->buf + (2u << 20), 1u << 20,
+			       f->mr->lkey };
+	rt_fill(f->buf, 1u << 20, 31);
+	assert_int_equal(rt_post(f->qp[0], 1, IBV_WR_RDMA_WRITE, &ws,
+				 IBV_SEND_SIGNALED, peer.addr + 4096,
+				 peer.rkey),
+			 0);
+	assert_int_equal(rt_post(f->qp[0], 2, IBV_WR_RDMA_READ, &rs,
+				 IBV_SEND_SIGNALED, peer.addr + REGION / 2,
+				 peer.rkey),
+			 0);
+	assert_int_equal(rt_wait(f->scq, wc, 2, 10000), 2);
+	assert_int_equal(wc[0].wr_id, 1);
+	assert_int_equal(wc[0].status, IBV_WC_SUCCESS);
+	assert_int_equal(wc[0].opcode, IBV_WC_RDMA_WRITE);
+	assert_int_equal(wc[1].wr_id, 2);
+	assert_int_equal(wc[1].status, IBV_WC_SUCCESS);
+	assert_int_equal(wc[1].opcode, IBV_WC_RDMA_READ);
+	/* The WRITE landed in the child's region, and nothing around it. */
+	assert_memory_equal(f->shared + 4096, f->buf, 1u << 20);
+	assert_int_equal(f->shared[4095], 0);
+	assert_int_equal(f->shared[4096 + (1u << 20)], 0);
+	/* The READ brought the child's pattern. */
+	rt_fill(want, sizeof(want), 77);
+	assert_memory_equal(f->buf + (2u << 20), want, sizeof(want));
+	assert_memory_equal(f->buf + (2u << 20), f->shared + REGION / 2,
+			    1u << 20);
+	/* Still paused, not dead. */
+	assert_int_equal(reap(f->child, 0), -1);
+	kill(f->child, SIGKILL);
+	status = reap(f->child, 5000);
+	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	f->child = 0;
+}
+
+#define NWR 200
+
+/*
+ * The peer process is SIGKILLed with a long stream of 1 MiB WRITEs and
+ * SENDs outstanding: every WR completes exactly once (successes, then a
+ * failure, then flushes), QP_FATAL arrives and the QP is in ERR, all
+ * within a bound (the kernel resets the connection; swiw(7) gives EOF a
+ * 100 ms grace).
+ */
+static void test_peer_sigkill(void **state)
+{
+	struct fx *f = *state;
+	struct info peer;
+	struct ibv_send_wr wr[10], *bad;
+	struct ibv_sge sge;
+	static struct ibv_wc wc[2 * NWR];
+	bool sig[NWR];
+	int i, k, n, e, nsend = 0, status;
+	long t0;
+
+	start(f, CH_STREAM, 1, &peer);
+	sge = (struct ibv_sge){ (uintptr_t)f->buf, 1u << 20, f->mr->lkey };
+	for (i = 0; i < 16; i++)
+		assert_int_equal(rt_post_recv(f->qp[0], 1000 + (uint64_t)i,
+					      f->buf + (2u << 20), 4096,
+					      f->mr->lkey),
+				 0);
+	for (i = 0; i < NWR; i += 10) {
+		for (k = 0; k < 10; k++) {
+			int id = i + k;
+			bool send = id % 4 == 3 && nsend < CH_RECVS;
+
+			sig[id] = id % 3 != 1;
+			nsend += send;
+			wr[k] = (struct ibv_send_wr){
+				.wr_id = (uint64_t)id,
+				.next = k < 9 ? &wr[k + 1] : NULL,
+				.sg_list = &sge,
+				.num_sge = 1,
+				.opcode = send ? IBV_WR_SEND :
+						 IBV_WR_RDMA_WRITE,
+				.send_flags = sig[id] ? IBV_SEND_SIGNALED : 0,
+			};
+			wr[k].wr.rdma.remote_addr = peer.addr;
+			wr[k].wr.rdma.rkey = peer.rkey;
+		}
+		assert_int_equal(ibv_post_send(f->qp[0], wr, &bad), 0);
+	}
+	/* Mid-transfer: once the first completion is in. */
+	assert_int_equal(rt_wait(f->scq, wc, 1, 10000), 1);
+	assert_int_equal(kill(f->child, SIGKILL), 0);
+	t0 = rt_now_ms();
+	status = reap(f->child, 5000);
+	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	f->child = 0;
+	n = 1 + rt_drain(f->scq, wc + 1, 2 * NWR - 1, NWR - 1, 10000);
+	e = rt_check_stream(wc, n, NWR, sig, -1);
+	assert_true(e < NWR); /* 200 MiB cannot all have gone */
+	assert_int_equal(rt_event(f->ctx, f->qp[0], 2000), IBV_EVENT_QP_FATAL);
+	fprintf(stderr, "all done %ld ms after the kill\n", rt_now_ms() - t0);
+	assert_true(rt_now_ms() - t0 < 5000);
+	assert_int_equal(rt_state(f->qp[0]), IBV_QPS_ERR);
+	n = rt_expect(f->rcq, wc, 2 * NWR, 16, 5000);
+	assert_int_equal(n, 16);
+	for (i = 0; i < n; i++) {
+		assert_int_equal(wc[i].wr_id, 1000 + (uint64_t)i);
+		assert_int_equal(wc[i].status, IBV_WC_WR_FLUSH_ERR);
+	}
+	assert_int_equal(rt_post(f->qp[0], 5000, IBV_WR_SEND, &sge,
+				 IBV_SEND_SIGNALED, 0, 0),
+			 0);
+	assert_int_equal(rt_expect(f->scq, wc, 4, 1, 5000), 1);
+	assert_int_equal(wc[0].wr_id, 5000);
+	assert_int_equal(wc[0].status, IBV_WC_WR_FLUSH_ERR);
+}
+
+/*
+ * The peer process is SIGKILLed while it SENDs 1 MiB messages into our
+ * receives: those that arrived whole complete successfully, in order;
+ * the one cut in the middle fails, all behind it flush, none completes
+ * as a success; QP_FATAL arrives.
+ */
+static void test_peer_sigkill_sender(void **state)
+{
+	struct fx *f = *state;
+	struct info peer;
+	static struct ibv_wc wc[2 * CH_SENDS];
+	uint8_t go = 1;
+	int i, n, ok = 0, status;
+
+	start(f, CH_SENDER, 1, &peer);
+	for (i = 0; i < CH_SENDS; i++)
+		assert_int_equal(rt_post_recv(f->qp[0], (uint64_t)i, f->buf,
+					      1u << 20, f->mr->lkey),
+				 0);
+	assert_int_equal(xfer(f->sock, &go, 1, true), 0);
+	assert_int_equal(rt_wait(f->rcq, wc, 1, 10000), 1);
+	assert_int_equal(kill(f->child, SIGKILL), 0);
+	status = reap(f->child, 5000);
+	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	f->child = 0;
+	n = 1 + rt_drain(f->rcq, wc + 1, 2 * CH_SENDS - 1, CH_SENDS - 1, 10000);
+	assert_int_equal(n, CH_SENDS);
+	for (i = 0; i < n; i++) {
+		assert_int_equal(wc[i].wr_id, (uint64_t)i);
+		if (wc[i].status == IBV_WC_SUCCESS) {
+			assert_int_equal(ok, i);
+			assert_int_equal(wc[i].byte_len, 1u << 20);
+			ok++;
+		} else if (i == ok) {
+			/* The receive the cut message was filling: FATAL_ERR
+			 * (row SWIW_V_LLP_LOST), or a flush if the cut fell
+			 * between messages. */
+			fprintf(stderr, "receive %d: %s\n", i,
+				ibv_wc_status_str(wc[i].status));
+			assert_true(wc[i].status == IBV_WC_FATAL_ERR ||
+				    wc[i].status == IBV_WC_WR_FLUSH_ERR);
+		} else {
+			assert_int_equal(wc[i].status, IBV_WC_WR_FLUSH_ERR);
+		}
+	}
+	fprintf(stderr, "%d of %d arrived before the kill\n", ok, CH_SENDS);
+	assert_true(ok < CH_SENDS);
+	assert_int_equal(rt_event(f->ctx, f->qp[0], 2000), IBV_EVENT_QP_FATAL);
+	assert_int_equal(rt_state(f->qp[0]), IBV_QPS_ERR);
+	assert_int_equal(rt_collect(f->scq, wc, 4, 50), 0);
+}
+
+/* 100 QPs in each process, pairwise connected, each a SEND and a WRITE;
+ * then both destroy theirs cleanly. */
+static void test_hundred_qps(void **state)
+{
+	struct fx *f = *state;
+	struct info peer;
+	static struct ibv_wc wc[4 * NQP];
+	int i, n, status, seen[2 * NQP] = { 0 };
+	uint8_t ok;
+
+	start(f, CH_MANY, NQP, &peer);
+	rt_fill(f->buf, NQP * 16384u, 3);
+	for (i = 0; i < NQP; i++) {
+		struct ibv_sge ss = { (uintptr_t)f->buf + i * 16384u, 4096,
+				      f->mr->lkey };
+		struct ibv_sge ws = { (uintptr_t)f->buf + i * 16384u + 4096,
+				      4096, f->mr->lkey };
+
+		/* The WRITE first: the receive then says it was placed. */
+		assert_int_equal(
+			rt_post(f->qp[i], 2 * (uint64_t)i + 1,
+				IBV_WR_RDMA_WRITE, &ws, IBV_SEND_SIGNALED,
+				peer.addr + i * 16384u + 8192, peer.rkey),
+			0);
+		assert_int_equal(rt_post(f->qp[i], 2 * (uint64_t)i, IBV_WR_SEND,
+					 &ss, IBV_SEND_SIGNALED, 0, 0),
+				 0);
+	}
+	n = rt_wait(f->scq, wc, 2 * NQP, 30000);
+	assert_int_equal(n, 2 * NQP);
+	for (i = 0; i < n; i++) {
+		assert_int_equal(wc[i].status, IBV_WC_SUCCESS);
+		assert_true(wc[i].wr_id < 2 * NQP);
+		seen[wc[i].wr_id]++;
+	}
+	for (i = 0; i < 2 * NQP; i++)
+		assert_int_equal(seen[i], 1);
+	/* The child saw every receive right; then it is all in place. */
+	assert_int_equal(xfer(f->sock, &ok, 1, false), 0);
+	assert_int_equal(ok, 1);
+	for (i = 0; i < NQP; i++) {
+		assert_memory_equal(f->shared + i * 16384u, f->buf + i * 16384u,
+				    4096);
+		assert_memory_equal(f->shared + i * 16384u + 8192,
+				    f->buf + i * 16384u + 4096, 4096);
+	}
+	for (i = 0; i < NQP; i++) {
+		assert_int_equal(ibv_destroy_qp(f->qp[i]), 0);
+		f->qp[i] = NULL;
+	}
+	assert_int_equal(xfer(f->sock, &ok, 1, true), 0);
+	status = reap(f->child, 10000);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	f->child = 0;
+	assert_int_equal(rt_collect(f->scq, wc, 4, 100), 0);
+}
+
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+		T(test_write_read_paused),
+		T(test_peer_sigkill),
+		T(test_peer_sigkill_sender),
+		T(test_hundred_qps),
+	};
+
+	if (argc > 1)
+		cmocka_set_test_filter(argv[1]);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

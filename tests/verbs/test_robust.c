@@ -1,0 +1,1239 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Robustness of the RC data path between QPs of one process over swiw_lo:
+ * flush accounting when a stream ends (ERR, peer gone, access violation
+ * in the middle), remote access violations checked on both sides, 100
+ * connected pairs at once, and posting from several threads. Every
+ * posted work request must complete exactly once: successful unsignaled
+ * ones not at all, every one behind an error flushed, in order. Run
+ * through swiw-run.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <infiniband/verbs.h>
+
+#include "rc_test.h"
+#include "verbs_test.h"
+
+#define BUF (4u << 20)
+#define DEPTH 1024
+#define NWR 400 /* a stream: fits DEPTH, long enough to be cut */
+
+struct fx {
+	struct ibv_device **list;
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	union ibv_gid gid;
+	struct ibv_cq *ascq, *arcq, *bscq, *brcq;
+	uint8_t *asrc, *adst, *bsrc, *bdst;
+	struct ibv_mr *asmr, *admr, *bsmr, *bdmr;
+	struct ibv_qp *a, *b;
+};
+
+static uint8_t *alloc_reg(struct fx *f, struct ibv_mr **mr)
+{
+	uint8_t *p = calloc(1, BUF);
+
+	*mr = p ? ibv_reg_mr(f->pd, p, BUF, RT_ACC) : NULL;
+	return p;
+}
+
+/* Context, PD, CQs and buffers; @connect also makes and connects a, b. */
+static int fx_open(void **state, bool connect)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+
+	rt_arm(60);
+	*state = f;
+	f->ctx = open_swiw_lo(&f->list);
+	if (!f->ctx)
+		return -1;
+	rt_nonblock_async(f->ctx);
+	f->pd = ibv_alloc_pd(f->ctx);
+	if (!f->pd || ibv_query_gid(f->ctx, 1, 0, &f->gid))
+		return -1;
+	f->ascq = ibv_create_cq(f->ctx, 4 * DEPTH, NULL, NULL, 0);
+	f->arcq = ibv_create_cq(f->ctx, 4 * DEPTH, NULL, NULL, 0);
+	f->bscq = ibv_create_cq(f->ctx, 4 * DEPTH, NULL, NULL, 0);
+	f->brcq = ibv_create_cq(f->ctx, 4 * DEPTH, NULL, NULL, 0);
+	f->asrc = alloc_reg(f, &f->asmr);
+	f->adst = alloc_reg(f, &f->admr);
+	f->bsrc = alloc_reg(f, &f->bsmr);
+	f->bdst = alloc_reg(f, &f->bdmr);
+	if (!f->ascq || !f->arcq || !f->bscq || !f->brcq || !f->asmr ||
+	    !f->admr || !f->bsmr || !f->bdmr)
+		return -1;
+	if (!connect)
+		return 0;
+	f->a = rt_make_qp(f->pd, f->ascq, f->arcq, DEPTH);
+	f->b = rt_make_qp(f->pd, f->bscq, f->brcq, DEPTH);
+	if (!f->a || !f->b)
+		return -1;
+	/* One QP all the way to RTS first, as test_data.c does. */
+	if (rt_to_rts(f->a, &f->gid, f->b->qp_num) ||
+	    rt_to_rts(f->b, &f->gid, f->a->qp_num))
+		return -1;
+	return 0;
+}
+
+static int setup(void **state)
+{
+	return fx_open(state, true);
+}
+
+static int setup_bare(void **state)
+{
+	return fx_open(state, false);
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+
+	if (f->a)
+		ibv_destroy_qp(f->a);
+	if (f->b)
+		ibv_destroy_qp(f->b);
+	ibv_dereg_mr(f->asmr);
+	ibv_dereg_mr(f->admr);
+	ibv_dereg_mr(f->bsmr);
+	ibv_dereg_mr(f->bdmr);
+	ibv_destroy_cq(f->ascq);
+	ibv_destroy_cq(f->arcq);
+	ibv_destroy_cq(f->bscq);
+	ibv_destroy_cq(f->brcq);
+	ibv_dealloc_pd(f->pd);
+	ibv_close_device(f->ctx);
+	ibv_free_device_list(f->list);
+	free(f->asrc);
+	free(f->adst);
+	free(f->bsrc);
+	free(f->bdst);
+	free(f);
+	alarm(0);
+	return 0;
+}
+
+static void no_more(struct ibv_cq *cq, int ms)
+{
+	struct ibv_wc wc;
+
+	usleep((useconds_t)ms * 1000);
+	assert_int_equal(ibv_poll_cq(cq, 1, &wc), 0);
+}
+
+static const char *st(enum ibv_wc_status s)
+{
+	return ibv_wc_status_str(s);
+}
+
+/* Receive completions of ids @base.. : successes, then flushes; how many
+ * succeeded. All @nwr complete, each once, in order. */
+static int check_recvs(struct ibv_cq *cq, uint64_t base, int nwr, uint32_t len)
+{
+	struct ibv_wc wc[DEPTH];
+	int n = rt_expect(cq, wc, DEPTH, nwr, 10000), ok = 0, i;
+
+	if (n != nwr)
+		fprintf(stderr, "%d receive completions, %d posted\n", n, nwr);
+	assert_int_equal(n, nwr);
+	for (i = 0; i < n; i++) {
+		assert_int_equal(wc[i].wr_id, base + (uint64_t)i);
+		if (wc[i].status == IBV_WC_SUCCESS) {
+			assert_int_equal(ok, i); /* none after a flush */
+			assert_int_equal(wc[i].byte_len, len);
+			ok++;
+		} else {
+			assert_int_equal(wc[i].status, IBV_WC_WR_FLUSH_ERR);
+		}
+	}
+	return ok;
+}
+
+/*
+ * A stream of @NWR WRs as WR lists of ten: 1 MiB WRITEs and (every
+ * eighth) 4 KiB SENDs, two in three signaled, @sig set to match. WR
+ * @bad_at, if >= 0, is replaced by @bad. Returns the number of SENDs,
+ * those ahead of @bad_at in @nsend_before.
+ */
+static int post_stream(struct fx *f, bool *sig, int bad_at,
+		       const struct ibv_send_wr *bad, int *nsend_before)
+{
+	struct ibv_sge wsge, ssge;
+	struct ibv_send_wr wr[10], *badwr;
+	int i, k, nsend = 0;
+
+	wsge = (struct ibv_sge){ (uintptr_t)f->asrc, 1u << 20, f->asmr->lkey };
+	ssge = (struct ibv_sge){ (uintptr_t)f->asrc + (2u << 20), 4096,
+				 f->asmr->lkey };
+	*nsend_before = 0;
+	for (i = 0; i < NWR; i += 10) {
+		for (k = 0; k < 10; k++) {
+			int id = i + k;
+			bool send = id % 8 == 7;
+
+			sig[id] = id % 3 != 1;
+			wr[k] = (struct ibv_send_wr){
+				.wr_id = (uint64_t)id,
+				.next = k < 9 ? &wr[k + 1] : NULL,
+				.sg_list = send ? &ssge : &wsge,
+				.num_sge = 1,
+				.opcode = send ? IBV_WR_SEND :
+						 IBV_WR_RDMA_WRITE,
+				.send_flags = sig[id] ? IBV_SEND_SIGNALED : 0,
+			};
+			wr[k].wr.rdma.remote_addr =
+				(uintptr_t)f->bdst + (2u << 20);
+			wr[k].wr.rdma.rkey = f->bdmr->rkey;
+			if (id == bad_at) {
+				wr[k] = *bad;
+				wr[k].wr_id = (uint64_t)id;
+				wr[k].next = k < 9 ? &wr[k + 1] : NULL;
+				sig[id] = bad->send_flags & IBV_SEND_SIGNALED;
+				send = false;
+			}
+			if (send) {
+				nsend++;
+				if (bad_at < 0 || id < bad_at)
+					(*nsend_before)++;
+			}
+		}
+		assert_int_equal(ibv_post_send(f->a, wr, &badwr), 0);
+	}
+	return nsend;
+}
+
+/* @nrecv 64 KiB receives on @qp, ids @base.. */
+static void post_recvs(struct ibv_qp *qp, uint8_t *buf, struct ibv_mr *mr,
+		       uint64_t base, int nrecv)
+{
+	for (int i = 0; i < nrecv; i++)
+		assert_int_equal(rt_post_recv(qp, base + (uint64_t)i,
+					      buf + i * 65536u, 65536,
+					      mr->lkey),
+				 0);
+}
+
+/* @qp is in ERR: a send and a receive posted now complete flushed, once. */
+static void check_post_in_err(struct ibv_qp *qp, struct ibv_cq *scq,
+			      struct ibv_cq *rcq, struct ibv_mr *mr)
+{
+	struct ibv_sge sge = { (uintptr_t)mr->addr, 64, mr->lkey };
+	struct ibv_wc wc[4];
+
+	assert_int_equal(rt_post(qp, 77, IBV_WR_SEND, &sge, 0, 0, 0), 0);
+	assert_int_equal(rt_post_recv(qp, 78, mr->addr, 64, mr->lkey), 0);
+	assert_int_equal(rt_expect(scq, wc, 4, 1, 5000), 1);
+	assert_int_equal(wc[0].wr_id, 77);
+	assert_int_equal(wc[0].status, IBV_WC_WR_FLUSH_ERR);
+	assert_int_equal(rt_expect(rcq, wc, 4, 1, 5000), 1);
+	assert_int_equal(wc[0].wr_id, 78);
+	assert_int_equal(wc[0].status, IBV_WC_WR_FLUSH_ERR);
+}
+
+#define NRECV_B 64
+#define NRECV_A 32
+
+/* 1a: the application moves a QP to ERR with a stream outstanding. */
+static void test_flush_on_err(void **state)
+{
+	struct fx *f = *state;
+	static struct ibv_wc wc[2 * DEPTH];
+	bool sig[NWR];
+	int n, e, nsend, before;
+
+	post_recvs(f->b, f->bdst, f->bdmr, 1000, NRECV_B);
+	post_recvs(f->a, f->adst, f->admr, 2000, NRECV_A);
+	nsend = post_stream(f, sig, -1, NULL, &before);
+	assert_true(nsend < NRECV_B);
+	/* Mid-stream: once the first completion is in. */
+	assert_int_equal(rt_wait(f->ascq, wc, 1, 5000), 1);
+	assert_int_equal(rt_set_state(f->a, IBV_QPS_ERR), 0);
+	n = 1 + rt_drain(f->ascq, wc + 1, 2 * DEPTH - 1, NWR - 1, 10000);
+	/* Flushed by the move to ERR: WR_FLUSH_ERR from the first on. */
+	e = rt_check_stream(wc, n, NWR, sig, IBV_WC_WR_FLUSH_ERR);
+	assert_true(e < NWR); /* 400 MiB cannot have gone already */
+	assert_int_equal(check_recvs(f->arcq, 2000, NRECV_A, 0), 0);
+	assert_int_equal(rt_state(f->a), IBV_QPS_ERR);
+	check_post_in_err(f->a, f->ascq, f->arcq, f->admr);
+	/* The peer loses the stream: ERR, QP_FATAL, its receives complete
+	 * (what arrived) or flush. */
+	assert_int_equal(rt_wait_state(f->b, IBV_QPS_ERR, 3000), IBV_QPS_ERR);
+	assert_int_equal(rt_event(f->ctx, f->b, 1000), IBV_EVENT_QP_FATAL);
+	assert_true(check_recvs(f->brcq, 1000, NRECV_B, 4096) <= nsend);
+	no_more(f->ascq, 50);
+	no_more(f->arcq, 1);
+	no_more(f->bscq, 1);
+}
+
+/* 1b: the peer QP is destroyed with a stream outstanding. */
+static void test_flush_peer_destroyed(void **state)
+{
+	struct fx *f = *state;
+	static struct ibv_wc wc[2 * DEPTH];
+	bool sig[NWR];
+	int n, e, before;
+
+	post_recvs(f->b, f->bdst, f->bdmr, 1000, NRECV_B);
+	post_recvs(f->a, f->adst, f->admr, 2000, NRECV_A);
+	post_stream(f, sig, -1, NULL, &before);
+	/* Mid-stream: once the first completion is in. */
+	assert_int_equal(rt_wait(f->ascq, wc, 1, 5000), 1);
+	assert_int_equal(ibv_destroy_qp(f->b), 0);
+	f->b = NULL;
+	n = 1 + rt_drain(f->ascq, wc + 1, 2 * DEPTH - 1, NWR - 1, 10000);
+	/* The stream is cut: the first failure may be a flush or the lost
+	 * stream's own error; everything behind it flushes. */
+	e = rt_check_stream(wc, n, NWR, sig, -1);
+	assert_true(e < NWR);
+	assert_int_equal(check_recvs(f->arcq, 2000, NRECV_A, 0), 0);
+	assert_int_equal(rt_event(f->ctx, f->a, 2000), IBV_EVENT_QP_FATAL);
+	assert_int_equal(rt_state(f->a), IBV_QPS_ERR);
+	check_post_in_err(f->a, f->ascq, f->arcq, f->admr);
+	no_more(f->ascq, 50);
+}
+
+/*
+ * 1c: a READ with a bad STag in the middle of the stream. RFC 5040 §7:
+ * Remote Protection Error, Invalid STag (layer 0, EType 0, code 0) ->
+ * REM_ACCESS_ERR at the requester (swiw_term_peer_status()), and the
+ * responder's async event is QP_ACCESS_ERR (row SWIW_V_RDMAP_INVALID_STAG).
+ * A READ completes only when answered, and nothing completes before it
+ * does: it is the WR that fails, and every one behind it flushes.
+ */
+static void test_flush_bad_read_mid_stream(void **state)
+{
+	struct fx *f = *state;
+	static struct ibv_wc wc[2 * DEPTH];
+	struct ibv_sge rs = { (uintptr_t)f->adst, 4096, f->admr->lkey };
+	struct ibv_send_wr bad = { .sg_list = &rs,
+				   .num_sge = 1,
+				   .opcode = IBV_WR_RDMA_READ,
+				   .send_flags = IBV_SEND_SIGNALED };
+	bool sig[NWR];
+	int n, before;
+
+	bad.wr.rdma.remote_addr = (uintptr_t)f->bsrc;
+	bad.wr.rdma.rkey = f->bsmr->rkey ^ 0x5a00; /* no such index */
+	post_recvs(f->b, f->bdst, f->bdmr, 1000, NRECV_B);
+	post_recvs(f->a, f->adst + (1u << 20), f->admr, 2000, NRECV_A);
+	post_stream(f, sig, 200, &bad, &before);
+	n = rt_drain(f->ascq, wc, 2 * DEPTH, NWR - 1, 10000);
+	assert_int_equal(
+		rt_check_stream(wc, n, NWR, sig, IBV_WC_REM_ACCESS_ERR), 200);
+	assert_int_equal(check_recvs(f->arcq, 2000, NRECV_A, 0), 0);
+	/* Every SEND ahead of the Read Request arrived, none behind it. */
+	assert_int_equal(check_recvs(f->brcq, 1000, NRECV_B, 4096), before);
+	assert_int_equal(rt_event(f->ctx, f->b, 1000), IBV_EVENT_QP_ACCESS_ERR);
+	assert_int_equal(rt_event(f->ctx, f->a, 1000), IBV_EVENT_QP_FATAL);
+	assert_int_equal(rt_state(f->a), IBV_QPS_ERR);
+	assert_int_equal(rt_wait_state(f->b, IBV_QPS_ERR, 1000), IBV_QPS_ERR);
+	check_post_in_err(f->a, f->ascq, f->arcq, f->admr);
+	check_post_in_err(f->b, f->bscq, f->brcq, f->bdmr);
+	no_more(f->ascq, 50);
+}
+
+/*
+ * 1c again with a WRITE whose STag has the right index and a wrong key
+ * byte (RFC 5041 §7.2: tagged buffer error, Invalid STag, layer 1 EType
+ * 1 code 0 -> REM_ACCESS_ERR; responder QP_ACCESS_ERR). A WRITE completes
+ * once it went to TCP, so the TERMINATE fails the oldest WR still without
+ * a completion, the bad one or one behind it; no SEND behind it arrives.
+ */
+static void test_flush_bad_write_mid_stream(void **state)
+{
+	struct fx *f = *state;
+	static struct ibv_wc wc[2 * DEPTH];
+	struct ibv_sge ws = { (uintptr_t)f->asrc, 1u << 20, f->asmr->lkey };
+	uint32_t k = f->bdmr->rkey;
+	struct ibv_send_wr bad = { .sg_list = &ws,
+				   .num_sge = 1,
+				   .opcode = IBV_WR_RDMA_WRITE,
+				   .send_flags = 0 };
+	bool sig[NWR];
+	int n, e, before;
+
+	bad.wr.rdma.remote_addr = (uintptr_t)f->bdst;
+	bad.wr.rdma.rkey = (k & ~0xffu) | ((k + 1) & 0xffu);
+	post_recvs(f->b, f->bdst, f->bdmr, 1000, NRECV_B);
+	post_recvs(f->a, f->adst, f->admr, 2000, NRECV_A);
+	post_stream(f, sig, 200, &bad, &before);
+	n = rt_drain(f->ascq, wc, 2 * DEPTH, NWR - 1, 10000);
+	e = rt_check_stream(wc, n, NWR, sig, IBV_WC_REM_ACCESS_ERR);
+	assert_true(e >= 200 && e < NWR);
+	assert_int_equal(check_recvs(f->arcq, 2000, NRECV_A, 0), 0);
+	assert_int_equal(check_recvs(f->brcq, 1000, NRECV_B, 4096), before);
+	assert_int_equal(rt_event(f->ctx, f->b, 1000), IBV_EVENT_QP_ACCESS_ERR);
+	assert_int_equal(rt_event(f->ctx, f->a, 1000), IBV_EVENT_QP_FATAL);
+	assert_int_equal(rt_state(f->a), IBV_QPS_ERR);
+	assert_int_equal(rt_wait_state(f->b, IBV_QPS_ERR, 1000), IBV_QPS_ERR);
+	no_more(f->ascq, 50);
+}
+
+/* One violation provoked by the requester a, as the responder b sees it. */
+struct viol {
+	enum ibv_wr_opcode op;
+	uint32_t len; /* of the bad WR's local buffer */
+	uint64_t raddr;
+	uint32_t rkey;
+	int b_recvs; /* receives of b_recv_len octets b posts first */
+	uint32_t b_recv_len;
+	enum ibv_wc_status a_status; /* the requester's failed WR */
+	enum ibv_wc_status b_recv_status; /* b's first receive */
+	enum ibv_event_type b_event; /* the responder's async event */
+};
+
+/*
+ * Posts [bad op, valid READ, SEND] as one chain and checks both sides: a
+ * READ fails itself; a WRITE or SEND went to TCP whole and completed, so
+ * the READ behind it is the oldest WR without a completion and takes the
+ * TERMINATE's status. Then: the rest flushed once, a QP_FATAL at a, the
+ * responder's event at b, both QPs in ERR, and posting to either flushes.
+ */
+static void violation(struct fx *f, const struct viol *v)
+{
+	bool rd = v->op == IBV_WR_RDMA_READ; /* a READ's sink is local */
+	struct ibv_sge bs = { (uintptr_t)(rd ? f->adst : f->asrc), v->len,
+			      rd ? f->admr->lkey : f->asmr->lkey };
+	struct ibv_sge rs = { (uintptr_t)f->adst + 65536, 64, f->admr->lkey };
+	struct ibv_sge ss = { (uintptr_t)f->asrc, 64, f->asmr->lkey };
+	struct ibv_send_wr wr[3], *bad;
+	struct ibv_wc wc[16];
+	int i, n, t, failed = rd ? 0 : 1;
+
+	for (i = 0; i < v->b_recvs; i++)
+		assert_int_equal(rt_post_recv(f->b, 100 + (uint64_t)i,
+					      f->bdst + i * 65536u,
+					      v->b_recv_len, f->bdmr->lkey),
+				 0);
+	for (i = 0; i < 2; i++)
+		assert_int_equal(rt_post_recv(f->a, 200 + (uint64_t)i, f->adst,
+					      64, f->admr->lkey),
+				 0);
+	wr[0] = (struct ibv_send_wr){ .wr_id = 0,
+				      .next = &wr[1],
+				      .sg_list = v->len ? &bs : NULL,
+				      .num_sge = v->len ? 1 : 0,
+				      .opcode = v->op,
+				      .send_flags = IBV_SEND_SIGNALED };
+	wr[0].wr.rdma.remote_addr = v->raddr;
+	wr[0].wr.rdma.rkey = v->rkey;
+	wr[1] = (struct ibv_send_wr){ .wr_id = 1,
+				      .next = &wr[2],
+				      .sg_list = &rs,
+				      .num_sge = 1,
+				      .opcode = IBV_WR_RDMA_READ,
+				      .send_flags = IBV_SEND_SIGNALED };
+	wr[1].wr.rdma.remote_addr = (uintptr_t)f->bsrc;
+	wr[1].wr.rdma.rkey = f->bsmr->rkey;
+	wr[2] = (struct ibv_send_wr){ .wr_id = 2,
+				      .sg_list = &ss,
+				      .num_sge = 1,
+				      .opcode = IBV_WR_SEND,
+				      .send_flags = IBV_SEND_SIGNALED };
+	assert_int_equal(ibv_post_send(f->a, wr, &bad), 0);
+
+	n = rt_expect(f->ascq, wc, 16, 3, 10000);
+	for (i = 0; i < n; i++)
+		fprintf(stderr, "a: wr %llu %s\n",
+			(unsigned long long)wc[i].wr_id, st(wc[i].status));
+	assert_int_equal(n, 3);
+	for (i = 0; i < 3; i++) {
+		assert_int_equal(wc[i].wr_id, (uint64_t)i);
+		assert_int_equal(wc[i].status,
+				 i < failed  ? IBV_WC_SUCCESS :
+				 i == failed ? v->a_status :
+					       IBV_WC_WR_FLUSH_ERR);
+	}
+	n = rt_expect(f->arcq, wc, 16, 2, 5000);
+	assert_int_equal(n, 2);
+	for (i = 0; i < n; i++)
+		assert_int_equal(wc[i].status, IBV_WC_WR_FLUSH_ERR);
+	n = rt_expect(f->brcq, wc, 16, v->b_recvs, 5000);
+	assert_int_equal(n, v->b_recvs);
+	for (i = 0; i < n; i++) {
+		assert_int_equal(wc[i].wr_id, 100 + (uint64_t)i);
+		if (wc[i].status !=
+		    (i ? IBV_WC_WR_FLUSH_ERR : v->b_recv_status))
+			fprintf(stderr, "b: recv %d %s\n", i, st(wc[i].status));
+		assert_int_equal(wc[i].status,
+				 i ? IBV_WC_WR_FLUSH_ERR : v->b_recv_status);
+	}
+	t = rt_event(f->ctx, f->b, 1000);
+	if (t != (int)v->b_event)
+		fprintf(stderr, "b: event %d\n", t);
+	assert_int_equal(t, v->b_event);
+	assert_int_equal(rt_event(f->ctx, f->a, 1000), IBV_EVENT_QP_FATAL);
+	assert_int_equal(rt_wait_state(f->a, IBV_QPS_ERR, 1000), IBV_QPS_ERR);
+	assert_int_equal(rt_wait_state(f->b, IBV_QPS_ERR, 1000), IBV_QPS_ERR);
+	check_post_in_err(f->a, f->ascq, f->arcq, f->admr);
+	check_post_in_err(f->b, f->bscq, f->brcq, f->bdmr);
+	no_more(f->ascq, 20);
+	no_more(f->bscq, 1);
+	no_more(f->brcq, 1);
+}
+
+/* RFC 5041 §7.2, tagged buffer (EType 1) code 0 Invalid STag: the index
+ * names a region, the key byte does not match. */
+static void test_write_wrong_key_byte(void **state)
+{
+	struct fx *f = *state;
+	uint32_t k = f->bdmr->rkey;
+	struct viol v = { .op = IBV_WR_RDMA_WRITE,
+			  .len = 4096,
+			  .raddr = (uintptr_t)f->bdst,
+			  .rkey = (k & ~0xffu) | ((k + 0x80) & 0xffu),
+			  .a_status = IBV_WC_REM_ACCESS_ERR,
+			  .b_event = IBV_EVENT_QP_ACCESS_ERR };
+
+	violation(f, &v);
+}
+
+/* A deregistered region's STag is invalid: RFC 5041 §7.2, 1/1/0. */
+static void test_write_dereg_mr(void **state)
+{
+	struct fx *f = *state;
+	struct ibv_mr *mr = ibv_reg_mr(f->pd, f->bdst, 8192, RT_ACC);
+	struct viol v = { .op = IBV_WR_RDMA_WRITE,
+			  .len = 4096,
+			  .raddr = (uintptr_t)f->bdst,
+			  .a_status = IBV_WC_REM_ACCESS_ERR,
+			  .b_event = IBV_EVENT_QP_ACCESS_ERR };
+
+	assert_non_null(mr);
+	v.rkey = mr->rkey;
+	assert_int_equal(ibv_dereg_mr(mr), 0);
+	violation(f, &v);
+}
+
+/* The Read Request's source STag: RFC 5040 §7, Remote Protection Error
+ * (0/0) code 0 Invalid STag -> REM_ACCESS_ERR. */
+static void test_read_dereg_mr(void **state)
+{
+	struct fx *f = *state;
+	struct ibv_mr *mr = ibv_reg_mr(f->pd, f->bsrc, 8192, RT_ACC);
+	struct viol v = { .op = IBV_WR_RDMA_READ,
+			  .len = 4096,
+			  .raddr = (uintptr_t)f->bsrc,
+			  .a_status = IBV_WC_REM_ACCESS_ERR,
+			  .b_event = IBV_EVENT_QP_ACCESS_ERR };
+
+	assert_non_null(mr);
+	v.rkey = mr->rkey;
+	assert_int_equal(ibv_dereg_mr(mr), 0);
+	violation(f, &v);
+}
+
+/* RFC 5040 §7, 0/0 code 2 Access Rights Violation -> REM_ACCESS_ERR. */
+static void test_read_no_remote_read(void **state)
+{
+	struct fx *f = *state;
+	struct ibv_mr *mr =
+		ibv_reg_mr(f->pd, f->bsrc, 8192,
+			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	struct viol v = { .op = IBV_WR_RDMA_READ,
+			  .len = 4096,
+			  .raddr = (uintptr_t)f->bsrc,
+			  .a_status = IBV_WC_REM_ACCESS_ERR,
+			  .b_event = IBV_EVENT_QP_ACCESS_ERR };
+
+	assert_non_null(mr);
+	v.rkey = mr->rkey;
+	violation(f, &v);
+	ibv_dereg_mr(mr);
+}
+
+/* A region of another PD: RFC 5041 §7.2, 1/1 code 2 STag not associated
+ * with the RDMAP stream -> REM_ACCESS_ERR. */
+static void test_write_other_pd(void **state)
+{
+	struct fx *f = *state;
+	struct ibv_pd *pd = ibv_alloc_pd(f->ctx);
+	struct ibv_mr *mr;
+	struct viol v = { .op = IBV_WR_RDMA_WRITE,
+			  .len = 4096,
+			  .raddr = (uintptr_t)f->bdst,
+			  .a_status = IBV_WC_REM_ACCESS_ERR,
+			  .b_event = IBV_EVENT_QP_ACCESS_ERR };
+
+	assert_non_null(pd);
+	mr = ibv_reg_mr(pd, f->bdst, 8192, RT_ACC);
+	assert_non_null(mr);
+	v.rkey = mr->rkey;
+	violation(f, &v);
+	ibv_dereg_mr(mr);
+	ibv_dealloc_pd(pd);
+}
+
+/* RFC 5041 §7.2, untagged (EType 2) code 1: Invalid MSN, no buffer ->
+ * REM_OP_ERR (swiw_term_peer_status()), QP_REQ_ERR at the responder. */
+static void test_send_no_recv(void **state)
+{
+	struct fx *f = *state;
+	struct viol v = { .op = IBV_WR_SEND,
+			  .len = 64,
+			  .a_status = IBV_WC_REM_OP_ERR,
+			  .b_event = IBV_EVENT_QP_REQ_ERR };
+
+	violation(f, &v);
+}
+
+/* RFC 5041 §7.2, 1/2 code 5 Message too long -> REM_INV_REQ_ERR; the
+ * receive it was consuming completes LOC_LEN_ERR, QP_REQ_ERR at b. */
+static void test_send_too_long(void **state)
+{
+	struct fx *f = *state;
+	struct viol v = { .op = IBV_WR_SEND,
+			  .len = 4096,
+			  .b_recvs = 2,
+			  .b_recv_len = 64,
+			  .a_status = IBV_WC_REM_INV_REQ_ERR,
+			  .b_recv_status = IBV_WC_LOC_LEN_ERR,
+			  .b_event = IBV_EVENT_QP_REQ_ERR };
+
+	violation(f, &v);
+}
+
+/* RFC 5040 §7, 0/0 code 1 Base or bounds violation -> REM_ACCESS_ERR. */
+static void test_read_beyond_end(void **state)
+{
+	struct fx *f = *state;
+	struct viol v = { .op = IBV_WR_RDMA_READ,
+			  .len = 4096,
+			  .raddr = (uintptr_t)f->bsrc + BUF - 100,
+			  .rkey = f->bsmr->rkey,
+			  .a_status = IBV_WC_REM_ACCESS_ERR,
+			  .b_event = IBV_EVENT_QP_ACCESS_ERR };
+
+	violation(f, &v);
+}
+
+/* swiw_ddp.h: a zero-length tagged segment places nothing and is accepted
+ * whatever its STag. The stream goes on: a WRITE and READ work after. */
+static void test_zero_write_bad_stag(void **state)
+{
+	struct fx *f = *state;
+	struct ibv_sge ws = { (uintptr_t)f->asrc, 4096, f->asmr->lkey };
+	struct ibv_sge rs = { (uintptr_t)f->adst, 4096, f->admr->lkey };
+	struct ibv_wc wc[4];
+
+	rt_fill(f->asrc, 4096, 42);
+	assert_int_equal(rt_post(f->a, 0, IBV_WR_RDMA_WRITE, NULL,
+				 IBV_SEND_SIGNALED, 0x1234,
+				 f->bdmr->rkey ^ 0x5a5a5a5a),
+			 0);
+	assert_int_equal(rt_post(f->a, 1, IBV_WR_RDMA_WRITE, &ws,
+				 IBV_SEND_SIGNALED, (uintptr_t)f->bdst,
+				 f->bdmr->rkey),
+			 0);
+	assert_int_equal(rt_post(f->a, 2, IBV_WR_RDMA_READ, &rs,
+				 IBV_SEND_SIGNALED, (uintptr_t)f->bdst,
+				 f->bdmr->rkey),
+			 0);
+	assert_int_equal(rt_wait(f->ascq, wc, 3, 5000), 3);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(wc[i].wr_id, (uint64_t)i);
+		assert_int_equal(wc[i].status, IBV_WC_SUCCESS);
+	}
+	assert_memory_equal(f->adst, f->asrc, 4096);
+	assert_int_equal(rt_event(f->ctx, f->b, 200), -1);
+	assert_int_equal(rt_event(f->ctx, f->a, 1), -1);
+	assert_int_equal(rt_state(f->a), IBV_QPS_RTS);
+	assert_int_equal(rt_state(f->b), IBV_QPS_RTS);
+}
+
+#define NPAIR 100
+#define SLOT 16384u
+
+/* 3: 100 connected pairs at once, each a SEND and a WRITE, then gone. */
+static void test_hundred_pairs(void **state)
+{
+	struct fx *f = *state;
+	struct ibv_qp *a[NPAIR], *b[NPAIR];
+	static struct ibv_wc wc[4 * NPAIR];
+	int i, n, seen[2 * NPAIR] = { 0 };
+
+	rt_fill(f->asrc, NPAIR * SLOT, 9);
+	for (i = 0; i < NPAIR; i++) {
+		a[i] = rt_make_qp(f->pd, f->ascq, f->arcq, 4);
+		b[i] = rt_make_qp(f->pd, f->bscq, f->brcq, 4);
+		assert_non_null(a[i]);
+		assert_non_null(b[i]);
+	}
+	for (i = 0; i < NPAIR; i++) {
+		assert_int_equal(rt_to_rts(a[i], &f->gid, b[i]->qp_num), 0);
+		assert_int_equal(rt_to_rts(b[i], &f->gid, a[i]->qp_num), 0);
+	}
+	for (i = 0; i < NPAIR; i++) {
+		struct ibv_sge ss = { (uintptr_t)f->asrc + i * SLOT, 4096,
+				      f->asmr->lkey };
+		struct ibv_sge ws = { (uintptr_t)f->asrc + i * SLOT + 4096,
+				      4096, f->asmr->lkey };
+
+		assert_int_equal(rt_post_recv(b[i], (uint64_t)i,
+					      f->bdst + i * SLOT, 4096,
+					      f->bdmr->lkey),
+				 0);
+		/* The WRITE first: the receive then says it was placed. */
+		assert_int_equal(rt_post(a[i], 2 * (uint64_t)i + 1,
+					 IBV_WR_RDMA_WRITE, &ws,
+					 IBV_SEND_SIGNALED,
+					 (uintptr_t)f->bdst + i * SLOT + 8192,
+					 f->bdmr->rkey),
+				 0);
+		assert_int_equal(rt_post(a[i], 2 * (uint64_t)i, IBV_WR_SEND,
+					 &ss, IBV_SEND_SIGNALED, 0, 0),
+				 0);
+	}
+	n = rt_wait(f->ascq, wc, 2 * NPAIR, 30000);
+	assert_int_equal(n, 2 * NPAIR);
+	for (i = 0; i < n; i++) {
+		if (wc[i].status != IBV_WC_SUCCESS)
+			fprintf(stderr, "wr %llu: %s\n",
+				(unsigned long long)wc[i].wr_id,
+				st(wc[i].status));
+		assert_int_equal(wc[i].status, IBV_WC_SUCCESS);
+		assert_true(wc[i].wr_id < 2 * NPAIR);
+		seen[wc[i].wr_id]++;
+	}
+	for (i = 0; i < 2 * NPAIR; i++)
+		assert_int_equal(seen[i], 1);
+	n = rt_wait(f->brcq, wc, NPAIR, 10000);
+	assert_int_equal(n, NPAIR);
+	for (i = 0; i < n; i++) {
+		int id = (int)wc[i].wr_id;
+
+		assert_int_equal(wc[i].status, IBV_WC_SUCCESS);
+		assert_true(id < NPAIR);
+		assert_int_equal(wc[i].qp_num, b[id]->qp_num);
+		assert_int_equal(wc[i].byte_len, 4096);
+	}
+	for (i = 0; i < NPAIR; i++) {
+		assert_memory_equal(f->bdst + i * SLOT, f->asrc + i * SLOT,
+				    4096);
+		assert_memory_equal(f->bdst + i * SLOT + 8192,
+				    f->asrc + i * SLOT + 4096, 4096);
+	}
+	no_more(f->ascq, 20);
+	no_more(f->brcq, 1);
+	for (i = 0; i < NPAIR; i++) {
+		assert_int_equal(ibv_destroy_qp(a[i]), 0);
+		assert_int_equal(ibv_destroy_qp(b[i]), 0);
+	}
+	/* Gone clean: nothing completes for them afterwards. */
+	no_more(f->ascq, 200);
+	no_more(f->arcq, 1);
+	no_more(f->bscq, 1);
+	no_more(f->brcq, 1);
+}
+
+#define NT 4
+#define ITER 200
+#define TSLICE (1u << 20)
+
+struct worker {
+	struct fx *f;
+	int t;
+	struct ibv_qp *a, *b; /* own pair, or the shared f->a */
+	struct ibv_cq *scq, *rcq; /* own CQs; NULL when shared */
+	unsigned int done; /* shared: completions counted by the poller */
+	const char *err;
+};
+
+/* A WRITE of page seq % 8 of the thread's slice and an inline SEND of
+ * (t, seq); both signaled. */
+static int post_pair(struct worker *w, uint32_t seq)
+{
+	struct fx *f = w->f;
+	uint32_t msg[2] = { (uint32_t)w->t, seq };
+	struct ibv_sge is = { (uintptr_t)msg, sizeof(msg), 0 };
+	uint32_t off = (uint32_t)w->t * TSLICE + (seq % 8) * 4096;
+	struct ibv_sge ws = { (uintptr_t)f->asrc + off, 4096, f->asmr->lkey };
+	uint64_t id = (uint64_t)w->t << 32 | (uint64_t)seq * 2;
+
+	/* The WRITE first: the SEND's arrival then says it was placed. */
+	if (rt_post(w->a, id, IBV_WR_RDMA_WRITE, &ws, IBV_SEND_SIGNALED,
+		    (uintptr_t)f->bdst + off + TSLICE / 2, f->bdmr->rkey))
+		return -1;
+	return rt_post(w->a, id + 1, IBV_WR_SEND, &is,
+		       IBV_SEND_SIGNALED | IBV_SEND_INLINE, 0, 0);
+}
+
+/* Receives of one thread's messages, in order: (t, seq) 0.. ITER-1. */
+static const char *check_msgs(struct fx *f, struct ibv_wc *wc, int n,
+			      uint32_t *next)
+{
+	for (int i = 0; i < n; i++) {
+		const uint32_t *m =
+			(const uint32_t *)(f->bdst + wc[i].wr_id * 64);
+
+		if (wc[i].status != IBV_WC_SUCCESS || wc[i].byte_len != 8)
+			return "a receive failed or has the wrong length";
+		if (m[0] >= NT || m[1] != next[m[0]])
+			return "a message arrived out of order or twice";
+		next[m[0]]++;
+	}
+	return NULL;
+}
+
+static void *own_qp_worker(void *arg)
+{
+	struct worker *w = arg;
+	struct ibv_wc wc[64];
+	uint32_t seq, posted = 0, done = 0, next[NT] = { 0 };
+	int n, got = 0;
+
+	for (seq = 0; seq < ITER; seq++)
+		if (rt_post_recv(w->b, seq,
+				 w->f->bdst + w->t * TSLICE + seq * 64, 64,
+				 w->f->bdmr->lkey))
+			return (void *)"post_recv failed";
+	for (seq = 0; seq < ITER; seq++) {
+		if (post_pair(w, seq))
+			return (void *)"post_send failed";
+		posted += 2;
+		while (posted - done > 64 ||
+		       (seq == ITER - 1 && done < posted)) {
+			n = rt_wait(w->scq, wc, 1, 10000);
+			if (n != 1 || wc[0].status != IBV_WC_SUCCESS)
+				return (void *)"send did not complete";
+			if (wc[0].wr_id != ((uint64_t)w->t << 32 | done))
+				return (void *)"send completion out of order";
+			done++;
+		}
+	}
+	while (got < ITER) {
+		n = rt_wait(w->rcq, wc, 1, 10000);
+		if (n != 1)
+			return (void *)"receive did not complete";
+		/* check_msgs() indexes the buffer by wr_id from bdst */
+		wc[0].wr_id += (uint64_t)w->t * TSLICE / 64;
+		if (check_msgs(w->f, wc, 1, next))
+			return (void *)check_msgs(w->f, wc, 1, next);
+		got++;
+	}
+	return next[w->t] == ITER ? NULL : (void *)"messages missing";
+}
+
+/* 4a: NT threads, each with a QP pair and CQs of its own. */
+static void test_threads_own_qp(void **state)
+{
+	struct fx *f = *state;
+	struct worker w[NT];
+	pthread_t th[NT];
+	void *r;
+	int t;
+
+	rt_fill(f->asrc, NT * TSLICE, 5);
+	for (t = 0; t < NT; t++) {
+		w[t] = (struct worker){ .f = f, .t = t };
+		w[t].scq = ibv_create_cq(f->ctx, 1024, NULL, NULL, 0);
+		w[t].rcq = ibv_create_cq(f->ctx, 1024, NULL, NULL, 0);
+		assert_non_null(w[t].scq);
+		assert_non_null(w[t].rcq);
+		w[t].a = rt_make_qp(f->pd, w[t].scq, f->arcq, 256);
+		w[t].b = rt_make_qp(f->pd, f->bscq, w[t].rcq, 256);
+		assert_non_null(w[t].a);
+		assert_non_null(w[t].b);
+		assert_int_equal(rt_to_rts(w[t].a, &f->gid, w[t].b->qp_num), 0);
+		assert_int_equal(rt_to_rts(w[t].b, &f->gid, w[t].a->qp_num), 0);
+	}
+	for (t = 0; t < NT; t++)
+		assert_int_equal(
+			pthread_create(&th[t], NULL, own_qp_worker, &w[t]), 0);
+	for (t = 0; t < NT; t++) {
+		assert_int_equal(pthread_join(th[t], &r), 0);
+		if (r)
+			fprintf(stderr, "thread %d: %s\n", t, (const char *)r);
+		assert_null(r);
+	}
+	for (t = 0; t < NT; t++) {
+		uint32_t off = (uint32_t)t * TSLICE;
+
+		assert_memory_equal(f->bdst + off + TSLICE / 2, f->asrc + off,
+				    8 * 4096);
+		assert_int_equal(ibv_destroy_qp(w[t].a), 0);
+		assert_int_equal(ibv_destroy_qp(w[t].b), 0);
+		assert_int_equal(ibv_destroy_cq(w[t].scq), 0);
+		assert_int_equal(ibv_destroy_cq(w[t].rcq), 0);
+	}
+}
+
+static void *shared_qp_worker(void *arg)
+{
+	struct worker *w = arg;
+
+	for (uint32_t seq = 0; seq < ITER; seq++) {
+		long end = rt_now_ms() + 10000;
+
+		/* At most 64 of this thread's WRs in the queue. */
+		while (seq * 2 - __atomic_load_n(&w->done, __ATOMIC_ACQUIRE) >
+		       64)
+			if (rt_now_ms() > end)
+				return (void *)"completions stopped";
+		if (post_pair(w, seq))
+			return (void *)"post_send failed";
+	}
+	return NULL;
+}
+
+/* 4b: NT threads posting to one QP (post_send is thread safe), the main
+ * thread polling its CQ: each thread's WRs complete once, in its order. */
+static void test_threads_shared_qp(void **state)
+{
+	struct fx *f = *state;
+	struct worker w[NT];
+	pthread_t th[NT];
+	static struct ibv_wc wc[NT * ITER];
+	uint32_t next[NT] = { 0 };
+	long end;
+	void *r;
+	int t, i, n, total = 0;
+
+	rt_fill(f->asrc, NT * TSLICE, 6);
+	for (i = 0; i < NT * ITER; i++)
+		assert_int_equal(rt_post_recv(f->b, (uint64_t)i,
+					      f->bdst + i * 64u, 64,
+					      f->bdmr->lkey),
+				 0);
+	for (t = 0; t < NT; t++) {
+		w[t] = (struct worker){ .f = f, .t = t, .a = f->a };
+		assert_int_equal(pthread_create(&th[t], NULL, shared_qp_worker,
+						&w[t]),
+				 0);
+	}
+	end = rt_now_ms() + 30000;
+	while (total < 2 * NT * ITER && rt_now_ms() < end) {
+		n = ibv_poll_cq(f->ascq, 64, wc);
+		assert_true(n >= 0);
+		for (i = 0; i < n; i++) {
+			struct worker *x;
+
+			assert_int_equal(wc[i].status, IBV_WC_SUCCESS);
+			t = (int)(wc[i].wr_id >> 32);
+			assert_true(t < NT);
+			x = &w[t];
+			assert_int_equal((uint32_t)wc[i].wr_id, x->done);
+			__atomic_store_n(&x->done, x->done + 1,
+					 __ATOMIC_RELEASE);
+		}
+		total += n;
+	}
+	for (t = 0; t < NT; t++) {
+		assert_int_equal(pthread_join(th[t], &r), 0);
+		if (r)
+			fprintf(stderr, "thread %d: %s\n", t, (const char *)r);
+		assert_null(r);
+	}
+	assert_int_equal(total, 2 * NT * ITER);
+	n = rt_wait(f->brcq, wc, NT * ITER, 10000);
+	assert_int_equal(n, NT * ITER);
+	for (i = 0; i < n; i++)
+		assert_int_equal(wc[i].wr_id, (uint64_t)i);
+	assert_null(check_msgs(f, wc, n, next));
+	for (t = 0; t < NT; t++) {
+		uint32_t off = (uint32_t)t * TSLICE;
+
+		assert_int_equal(next[t], ITER);
+		assert_memory_equal(f->bdst + off + TSLICE / 2, f->asrc + off,
+				    8 * 4096);
+	}
+	no_more(f->ascq, 20);
+}
+
+/*
+ * 1b with READs: the peer QP is destroyed while 1 MiB READs are
+ * outstanding. Their responses never come; each READ completes once,
+ * flushed (or with the lost stream's error first), none is left behind.
+ */
+static void test_flush_peer_destroyed_reads(void **state)
+{
+	struct fx *f = *state;
+	static struct ibv_wc wc[2 * DEPTH];
+	bool sig[64];
+	int i, n, e;
+
+	for (i = 0; i < 64; i++) {
+		struct ibv_sge rs = { (uintptr_t)f->adst + (i % 4) * (1u << 20),
+				      1u << 20, f->admr->lkey };
+
+		sig[i] = i % 3 != 1;
+		assert_int_equal(rt_post(f->a, (uint64_t)i, IBV_WR_RDMA_READ,
+					 &rs, sig[i] ? IBV_SEND_SIGNALED : 0,
+					 (uintptr_t)f->bsrc, f->bsmr->rkey),
+				 0);
+	}
+	assert_int_equal(rt_wait(f->ascq, wc, 1, 5000), 1);
+	assert_int_equal(ibv_destroy_qp(f->b), 0);
+	f->b = NULL;
+	n = 1 + rt_drain(f->ascq, wc + 1, 2 * DEPTH - 1, 63, 10000);
+	e = rt_check_stream(wc, n, 64, sig, -1);
+	assert_true(e < 64);
+	assert_int_equal(rt_event(f->ctx, f->a, 2000), IBV_EVENT_QP_FATAL);
+	assert_int_equal(rt_state(f->a), IBV_QPS_ERR);
+	no_more(f->ascq, 50);
+}
+
+/*
+ * Threads keep posting to one QP while the main thread moves it to ERR:
+ * every WR whose post returned 0 completes exactly once, successes
+ * before flushes, each thread's in its order, none unaccounted for.
+ */
+struct racer {
+	struct fx *f;
+	int t;
+	uint32_t posted;
+	const char *err;
+};
+
+static void *racer_main(void *arg)
+{
+	struct racer *r = arg;
+	struct fx *f = r->f;
+	struct ibv_sge ws = { (uintptr_t)f->asrc + (uint32_t)r->t * 65536u,
+			      65536, f->asmr->lkey };
+
+	for (uint32_t seq = 0; seq < 200; seq++) {
+		uint64_t id = (uint64_t)r->t << 32 | seq;
+
+		/* 4 x 200 WRs fit the queue: no post fails for space. */
+		if (rt_post(f->a, id, IBV_WR_RDMA_WRITE, &ws, IBV_SEND_SIGNALED,
+			    (uintptr_t)f->bdst, f->bdmr->rkey)) {
+			r->err = "post_send failed";
+			return NULL;
+		}
+		r->posted++;
+		if (seq % 16 == 0)
+			usleep(500);
+	}
+	return NULL;
+}
+
+static void test_threads_post_during_err(void **state)
+{
+	struct fx *f = *state;
+	struct racer r[NT];
+	pthread_t th[NT];
+	static struct ibv_wc wc[4 * DEPTH];
+	uint32_t next[NT] = { 0 };
+	int t, i, n, flushed = 0;
+
+	for (t = 0; t < NT; t++) {
+		r[t] = (struct racer){ .f = f, .t = t };
+		assert_int_equal(
+			pthread_create(&th[t], NULL, racer_main, &r[t]), 0);
+	}
+	n = rt_wait(f->ascq, wc, 8, 5000);
+	assert_int_equal(n, 8);
+	assert_int_equal(rt_set_state(f->a, IBV_QPS_ERR), 0);
+	for (t = 0; t < NT; t++)
+		assert_int_equal(pthread_join(th[t], NULL), 0);
+	n += rt_expect(f->ascq, wc + n, 4 * DEPTH - n, NT * 200 - n, 10000);
+	for (t = 0; t < NT; t++) {
+		assert_null(r[t].err);
+		assert_int_equal(r[t].posted, 200);
+	}
+	assert_int_equal(n, NT * 200);
+	for (i = 0; i < n; i++) {
+		t = (int)(wc[i].wr_id >> 32);
+		assert_true(t < NT);
+		assert_int_equal((uint32_t)wc[i].wr_id, next[t]);
+		next[t]++;
+		if (wc[i].status != IBV_WC_SUCCESS) {
+			assert_int_equal(wc[i].status, IBV_WC_WR_FLUSH_ERR);
+			flushed++;
+		} else {
+			assert_int_equal(flushed, 0);
+		}
+	}
+	assert_true(flushed > 0);
+	no_more(f->ascq, 50);
+}
+
+/* b streams @n 64 KiB SENDs to a; a has as many receives in @buf. */
+static void sends_from_b(struct fx *f, uint8_t *buf, uint32_t lkey, int n)
+{
+	struct ibv_sge ss = { (uintptr_t)f->bsrc, 65536, f->bsmr->lkey };
+
+	for (int i = 0; i < n; i++) {
+		assert_int_equal(rt_post_recv(f->a, 3000 + (uint64_t)i,
+					      buf + (i % 16) * 65536u, 65536,
+					      lkey),
+				 0);
+		assert_int_equal(rt_post(f->b, 4000 + (uint64_t)i, IBV_WR_SEND,
+					 &ss, 0, 0, 0),
+				 0);
+	}
+}
+
+/*
+ * Once a WR completed flushed its buffer is the application's again: a
+ * READ response or a SEND still on the way must not be placed there
+ * afterwards. a has READs outstanding and receives that b's SENDs fill
+ * when it moves to ERR; after the last flush its buffer is cleared and
+ * must stay clear.
+ */
+static void test_no_placement_after_flush(void **state)
+{
+	struct fx *f = *state;
+	static struct ibv_wc wc[2 * DEPTH];
+	int i, n, nr;
+	size_t j;
+
+	memset(f->bsrc, 0xab, BUF);
+	for (i = 0; i < 64; i++) {
+		struct ibv_sge rs = { (uintptr_t)f->adst + (i % 4) * (1u << 20),
+				      1u << 20, f->admr->lkey };
+
+		assert_int_equal(rt_post(f->a, (uint64_t)i, IBV_WR_RDMA_READ,
+					 &rs, IBV_SEND_SIGNALED,
+					 (uintptr_t)f->bsrc, f->bsmr->rkey),
+				 0);
+	}
+	sends_from_b(f, f->adst, f->admr->lkey, 64);
+	assert_int_equal(rt_wait(f->ascq, wc, 1, 5000), 1);
+	assert_int_equal(rt_set_state(f->a, IBV_QPS_ERR), 0);
+	n = 1 + rt_expect(f->ascq, wc + 1, 2 * DEPTH - 1, 63, 10000);
+	assert_int_equal(n, 64);
+	nr = rt_expect(f->arcq, wc, 2 * DEPTH, 64, 10000);
+	assert_int_equal(nr, 64);
+	memset(f->adst, 0, BUF);
+	usleep(300000);
+	for (j = 0; j < BUF && !f->adst[j]; j++)
+		;
+	if (j < BUF)
+		fprintf(stderr, "octet %zu placed after the flush\n", j);
+	assert_int_equal(j, BUF);
+}
+
+/*
+ * The application destroys its QP in the middle of WRITEs from, READs
+ * into and receives into a region, then deregisters and unmaps it: the
+ * engine must not touch it any more (it would crash the test). The peer
+ * sees the stream end: ERR and QP_FATAL.
+ */
+static void test_destroy_then_unmap(void **state)
+{
+	struct fx *f = *state;
+	struct ibv_wc wc[4];
+	uint8_t *m = mmap(NULL, BUF, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct ibv_mr *mr;
+	int i;
+
+	assert_true(m != MAP_FAILED);
+	mr = ibv_reg_mr(f->pd, m, BUF, RT_ACC);
+	assert_non_null(mr);
+	for (i = 0; i < 96; i++) {
+		struct ibv_sge sge = { (uintptr_t)m + (i % 4) * (1u << 20),
+				       1u << 20, mr->lkey };
+		bool rd = i % 2;
+
+		assert_int_equal(rt_post(f->a, (uint64_t)i,
+					 rd ? IBV_WR_RDMA_READ :
+					      IBV_WR_RDMA_WRITE,
+					 &sge, IBV_SEND_SIGNALED,
+					 (uintptr_t)(rd ? f->bsrc : f->bdst),
+					 rd ? f->bsmr->rkey : f->bdmr->rkey),
+				 0);
+	}
+	sends_from_b(f, m, mr->lkey, 64);
+	assert_int_equal(rt_wait(f->ascq, wc, 1, 5000), 1);
+	assert_int_equal(ibv_destroy_qp(f->a), 0);
+	f->a = NULL;
+	assert_int_equal(ibv_dereg_mr(mr), 0);
+	assert_int_equal(munmap(m, BUF), 0);
+	assert_int_equal(rt_wait_state(f->b, IBV_QPS_ERR, 3000), IBV_QPS_ERR);
+	assert_int_equal(rt_event(f->ctx, f->b, 1000), IBV_EVENT_QP_FATAL);
+	usleep(200000);
+}
+
+/*
+ * A WR list with an invalid WR in the middle, on a connected QP: post
+ * fails there (EINVAL, bad_wr on it); the WRs ahead of it are posted and
+ * delivered, none behind it is, and the QP carries on.
+ */
+static void test_bad_wr_in_list(void **state)
+{
+	struct fx *f = *state;
+	struct ibv_sge sge = { (uintptr_t)f->asrc, 64, f->asmr->lkey };
+	struct ibv_send_wr wr[10], *bad = NULL;
+	struct ibv_wc wc[16];
+	int i;
+
+	for (i = 0; i < 10; i++) {
+		assert_int_equal(rt_post_recv(f->b, (uint64_t)i,
+					      f->bdst + i * 64u, 64,
+					      f->bdmr->lkey),
+				 0);
+		wr[i] = (struct ibv_send_wr){ .wr_id = (uint64_t)i,
+					      .next = i < 9 ? &wr[i + 1] : NULL,
+					      .sg_list = &sge,
+					      .num_sge = 1,
+					      .opcode = IBV_WR_SEND,
+					      .send_flags = IBV_SEND_SIGNALED };
+	}
+	wr[5].num_sge = 100; /* beyond max_send_sge */
+	assert_int_equal(ibv_post_send(f->a, wr, &bad), EINVAL);
+	assert_ptr_equal(bad, &wr[5]);
+	assert_int_equal(rt_expect(f->ascq, wc, 16, 5, 5000), 5);
+	assert_int_equal(rt_expect(f->brcq, wc, 16, 5, 5000), 5);
+	for (i = 0; i < 5; i++) {
+		assert_int_equal(wc[i].wr_id, (uint64_t)i);
+		assert_int_equal(wc[i].status, IBV_WC_SUCCESS);
+	}
+	wr[5].num_sge = 1;
+	assert_int_equal(ibv_post_send(f->a, &wr[5], &bad), 0);
+	assert_int_equal(rt_expect(f->ascq, wc, 16, 5, 5000), 5);
+	assert_int_equal(rt_expect(f->brcq, wc, 16, 5, 5000), 5);
+	for (i = 0; i < 5; i++) {
+		assert_int_equal(wc[i].wr_id, 5 + (uint64_t)i);
+		assert_int_equal(wc[i].status, IBV_WC_SUCCESS);
+	}
+	assert_int_equal(rt_state(f->a), IBV_QPS_RTS);
+}
+
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+#define TB(fn) cmocka_unit_test_setup_teardown(fn, setup_bare, teardown)
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		T(test_flush_on_err),
+		T(test_flush_peer_destroyed),
+		T(test_flush_peer_destroyed_reads),
+		T(test_no_placement_after_flush),
+		T(test_destroy_then_unmap),
+		T(test_flush_bad_read_mid_stream),
+		T(test_flush_bad_write_mid_stream),
+		T(test_write_wrong_key_byte),
+		T(test_write_dereg_mr),
+		T(test_read_dereg_mr),
+		T(test_read_no_remote_read),
+		T(test_write_other_pd),
+		T(test_send_no_recv),
+		T(test_send_too_long),
+		T(test_read_beyond_end),
+		T(test_zero_write_bad_stag),
+		T(test_bad_wr_in_list),
+		TB(test_hundred_pairs),
+		TB(test_threads_own_qp),
+		T(test_threads_shared_qp),
+		T(test_threads_post_during_err),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
