@@ -38,6 +38,16 @@ listening_in() {
 	fi
 }
 
+# server_up NETNS PORT: the server listens; a server that exited instead
+# (a port taken by someone else, say) fails at once with its output.
+server_up() {
+	if ! kill -0 "$SRV_PID" 2>/dev/null; then
+		cat "$T_TMP/srv.out" "$T_TMP/srv.err" >&2
+		fail "the server exited before listening on port $2"
+	fi
+	listening_in "$1" "$2"
+}
+
 # pair PROGRAM REPORT-ERE ARGS...: server in the background, then the
 # client; the client's output must match REPORT-ERE. By default both run
 # here on swiw_lo and the client dials 127.0.0.1; PAIR_SNS/PAIR_CNS (the
@@ -49,14 +59,15 @@ pair() {
 	local sns=${PAIR_SNS:-} cns=${PAIR_CNS:-} pre=()
 
 	shift 2
-	port=$((20000 + RANDOM % 20000))
+	port=$((10000 + RANDOM % 20000)) # below the ephemeral range
 	[ -n "$sns" ] && pre=(ip netns exec "$sns")
 	timeout -k 5 "$T_LIMIT" "${pre[@]}" "${SWIW[@]}" "$prog" \
 		-d "${PAIR_SDEV:-swiw_lo}" -p "$port" "$@" \
 		>"$T_TMP/srv.out" 2>"$T_TMP/srv.err" &
 	pid=$!
 	on_exit "kill $pid"
-	wait_until 20 "$prog server listening on $port" listening_in "$sns" \
+	SRV_PID=$pid
+	wait_until 20 "$prog server listening on $port" server_up "$sns" \
 		"$port"
 	if [ -n "$cns" ]; then
 		ns_swiw_run "$cns" "$prog" -d "${PAIR_CDEV:-swiw_lo}" \

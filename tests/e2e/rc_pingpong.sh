@@ -29,7 +29,7 @@ pingpong() {
 	local pre=()
 
 	shift 6
-	port=$((20000 + RANDOM % 20000))
+	port=$((10000 + RANDOM % 20000)) # below the ephemeral range
 	[ -n "$sns" ] && pre=(ip netns exec "$sns")
 	timeout -k 5 "$T_LIMIT" "${pre[@]}" "${SWIW[@]}" ibv_rc_pingpong \
 		-g 0 -d "$sdev" -p "$port" "$@" \

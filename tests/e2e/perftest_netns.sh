@@ -1,0 +1,56 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# The distribution's unmodified perftest across two network namespaces
+# joined by a veth pair: server in one, client in the other, each
+# namespace with the broker its first program starts, QPs connected by
+# ibv_modify_qp with the peer's GID (::ffff:10.22.0.x). Every program,
+# plus bidirectional, events and four QPs.
+. "$(dirname "$0")/lib.sh"
+
+need_cmd ib_write_bw ib_write_lat ib_read_bw ib_read_lat ib_send_lat \
+	ib_send_bw ib_atomic_bw ib_atomic_lat ip ss
+need_root
+
+. "$(dirname "$0")/perftest_lib.sh"
+
+NSA=swiw-pt-$$-$RANDOM
+NSB=$NSA-b
+ip netns add "$NSA" || fail "cannot create network namespace $NSA"
+on_exit "ip netns del '$NSA'"
+ip netns add "$NSB" || fail "cannot create network namespace $NSB"
+on_exit "ip netns del '$NSB'"
+on_exit "ip netns pids '$NSA' | xargs -r kill"
+on_exit "ip netns pids '$NSB' | xargs -r kill"
+ip -n "$NSA" link add pta type veth peer name ptb netns "$NSB" ||
+	fail "cannot create the veth pair"
+for n in "$NSA:pta:10.22.0.1" "$NSB:ptb:10.22.0.2"; do
+	IFS=: read -r ns dev a <<<"$n"
+	# IPv4 only: GID 0 is ::ffff:$a.
+	ip -n "$ns" link set "$dev" addrgenmode none || fail "addrgenmode $dev"
+	ip -n "$ns" addr add "$a/24" dev "$dev" || fail "address on $dev"
+	ip -n "$ns" link set "$dev" up || fail "$dev up"
+	ip -n "$ns" link set lo up || fail "lo up in $ns"
+done
+
+# perftest refuses a port that is not active: wait for the veth carrier.
+port_active() {
+	ip netns exec "$1" "${SWIW[@]}" ibv_devinfo -d "$2" 2>/dev/null |
+		grep -q PORT_ACTIVE
+}
+wait_until 10 "swiw_pta active" port_active "$NSA" swiw_pta
+wait_until 10 "swiw_ptb active" port_active "$NSB" swiw_ptb
+
+export PAIR_SNS=$NSA PAIR_SDEV=swiw_pta PAIR_CNS=$NSB PAIR_CDEV=swiw_ptb
+export PAIR_ADDR=10.22.0.1
+
+pair ib_write_bw "$BW" -x 0 -n 500
+pair ib_write_bw "$BW" -x 0 -n 100 -s 1048576
+pair ib_read_bw "$BW" -x 0 -n 500
+PD_LEAK=1 pair ib_send_bw "$BW" -x 0 -n 500
+pair ib_write_lat "$LAT" -x 0 -n 500
+pair ib_read_lat "$LAT" -x 0 -n 500
+pair ib_send_lat "$LAT" -x 0 -n 500 -s 4096
+pair ib_atomic_lat "$LAT" -x 0 -n 500
+pair ib_atomic_bw "$BW" -x 0 -n 500 -A CMP_AND_SWAP
+pair ib_send_lat "$LAT" -x 0 -n 500 -e
+pair ib_write_bw "$BW" -x 0 -n 500 -b
+pair ib_read_bw "$BW" -x 0 -n 500 -q 4
