@@ -45,6 +45,7 @@
  * under its own eng_lock.
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -58,6 +59,9 @@
 #include "swiw_stream.h"
 
 #define SWIW_ENG_SPIN_NS 50000
+/* What post_send transmits itself, at most, before it leaves the rest to
+ * the engine: a verb must not take as long as the data it posted. */
+#define SWIW_ENG_DIRECT_TX (256 * 1024)
 /* A program that called poll_cq this recently is polling its CQ in a
  * loop: the thread naps for SWIW_ENG_NAP_NS rather than compete. */
 #define SWIW_ENG_POLLING_NS 10000
@@ -68,16 +72,31 @@ static unsigned long eng_owner; /* pthread_self() of the holder, or 0 */
 static bool eng_started;
 static int eng_epfd = -1, eng_evfd = -1;
 static pthread_t eng_thread;
+static unsigned int eng_waiters; /* application threads in swiw_eng_lock */
 static char doorbell_tag;
 static bool eng_poll_mode; /* progress = poll */
 static uint64_t last_poll_ns; /* when an application last drove it */
 static uint64_t thread_wake_ns; /* the thread sleeps until then at most */
 
-void swiw_eng_lock(void)
+static void eng_lock_raw(void)
 {
 	pthread_mutex_lock(&eng_lock);
 	__atomic_store_n(&eng_owner, (unsigned long)pthread_self(),
 			 __ATOMIC_RELAXED);
+}
+
+/*
+ * The provider's entry points (modify_qp, destroy, connect) take the lock
+ * here and say so: the busy progress thread gives way to them, since a
+ * mutex lets the thread that just released it take it again before a
+ * sleeping waiter wakes, and a transfer could hold a verb back until it
+ * ended.
+ */
+void swiw_eng_lock(void)
+{
+	__atomic_fetch_add(&eng_waiters, 1, __ATOMIC_RELAXED);
+	eng_lock_raw();
+	__atomic_fetch_sub(&eng_waiters, 1, __ATOMIC_RELAXED);
 }
 
 void swiw_eng_unlock(void)
@@ -132,7 +151,7 @@ void swiw_engine_sq_posted(struct swiw_qp *qp)
 	if (eng_poll_mode && eng_trylock()) {
 		__atomic_store_n(&last_poll_ns, now_ns(), __ATOMIC_RELAXED);
 		if (qp->stream)
-			swiw_stream_pump(qp->stream);
+			swiw_stream_pump(qp->stream, SWIW_ENG_DIRECT_TX);
 		swiw_eng_unlock();
 		/* The pump left the SQ empty (armed) or will come back to
 		 * it (socket full: EPOLLOUT); only a WR that slipped in
@@ -266,7 +285,9 @@ static void *eng_main(void *arg)
 			n = epoll_wait(eng_epfd, evs, 64, wait_ms);
 			__atomic_store_n(&thread_wake_ns, 0, __ATOMIC_RELAXED);
 		}
-		swiw_eng_lock();
+		while (__atomic_load_n(&eng_waiters, __ATOMIC_RELAXED))
+			sched_yield();
+		eng_lock_raw();
 		work = eng_events(evs, n, true);
 		swiw_conn_run();
 		swiw_streams_reap();

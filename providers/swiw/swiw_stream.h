@@ -1,15 +1,168 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * The in-process engine's streams: one connected TCP socket per QP, MPA
- * setup, then FPDUs both ways. Private to swiw_engine.c and
- * swiw_stream.c; everything here runs under the engine lock.
+ * setup, then FPDUs both ways. Private to the engine's files
+ * (swiw_engine.c, swiw_stream.c, swiw_qp_tx.c, swiw_qp_rx.c);
+ * everything here runs under the engine lock.
  */
 #ifndef SWIW_STREAM_H
 #define SWIW_STREAM_H
 
 #include "swiw.h"
+#include "swiw_ddp.h"
+#include "swiw_fpdu.h"
+#include "swiw_mpa.h"
+#include "swiw_term.h"
 
-struct swiw_stream;
+/* A TERMINATE's codes as swiw-abi.h puts them in a CQE's vendor_err. */
+#define TERM_VENDOR_ERR(layer, etype, ecode) \
+	((uint32_t)(layer) << 12 | (uint32_t)(etype) << 8 | (uint32_t)(ecode))
+
+#define TX_BATCH 16
+#define TX_IOV 1024
+#define STAGE_SIZE (256 * 1024)
+#define DIRECT_MIN 2048 /* payload runs received straight into place */
+#define PEEK SWIW_FPDU_PEEK_MAX
+
+struct seg_src {
+	uint8_t *addr;
+	uint32_t len;
+};
+
+/* A send-queue WR from when it is taken until its completion is due. */
+struct infl {
+	uint64_t id;
+	uint32_t bytes;
+	uint8_t opcode;
+	bool signalled;
+	bool done;
+};
+
+/*
+ * A Read or Atomic Request of ours, waiting for its response. Both go on
+ * queue 1 and are answered in order, so one FIFO (ORD) holds them. A READ
+ * with several SGEs is one Read Request per SGE; the last completes it.
+ */
+struct rd_out {
+	uint32_t slot; /* in infl[] */
+	uint32_t sink_stag;
+	bool atomic;
+	bool last; /* its response completes the WR */
+	uint8_t *result; /* atomic: the local 8 octets of the result */
+	struct swiw_ddp_progress prog;
+};
+
+/* A Read or Atomic Request of the peer, waiting to be answered. */
+struct rresp {
+	bool atomic;
+	uint8_t *src;
+	uint32_t len;
+	uint32_t sink_stag;
+	uint64_t sink_to;
+	struct swiw_rdmap_atomic_resp aresp;
+};
+
+/* The local SGEs of a READ, one Read Request each. */
+struct rd_sink {
+	uint32_t lkey;
+	uint32_t len;
+	uint64_t laddr;
+};
+
+/* The receive WR the current untagged message goes into. */
+struct rxbuf {
+	bool valid;
+	bool bad; /* an SGE failed the local checks */
+	uint64_t id;
+	uint32_t msn;
+	uint32_t nsge;
+	uint64_t len;
+	struct seg_src sge[SWIW_MAX_SGE];
+};
+
+enum tx_kind {
+	TX_NONE,
+	TX_SQE,
+	TX_RRESP,
+	TX_RTR
+};
+
+struct swiw_stream {
+	struct swiw_qp *qp;
+	int fd;
+	bool mpa_phase; /* bytes in are MPA frames */
+	bool fpdu_setup;
+	bool tx_ready;
+	bool failed;
+	bool dead; /* detached, waiting in the graveyard */
+	bool want_out;
+	uint64_t eof_due_ns; /* the peer closed: fail the stream then */
+	struct swiw_stream *next, *next_dead;
+
+	struct swiw_mpa mpa;
+	uint8_t mpa_tx[SWIW_MPA_FRAME_MAX];
+	uint8_t mpa_pd[SWIW_MPA_PD_MAX];
+	uint32_t ird, ord;
+	uint32_t mulpdu;
+	bool bk_on; /* connected through the broker: check the blocks */
+	bool bk_checked; /* initiator: the Reply's block was checked */
+	struct swiw_engine_bk bk;
+
+	/* Transmit. */
+	struct swiw_fpdu_tx ftx;
+	struct swiw_ddp_tx dtx;
+	enum tx_kind kind;
+	uint32_t slot; /* TX_SQE: its infl[] entry */
+	uint8_t sq_op;
+	int phase; /* WRITE_IMM: 0 the Write, 1 the Immediate Data */
+	uint32_t imm;
+	struct seg_src src[SWIW_MAX_SGE];
+	uint32_t nsrc;
+	uint8_t inl[SWIW_MAX_INLINE];
+	uint32_t msn_send, msn_rreq, msn_aresp;
+	uint32_t atomic_id;
+	/* TX_SQE READ: the sinks still to be asked for. */
+	struct rd_sink rd_sink[SWIW_MAX_SGE_RD];
+	uint32_t rd_nsink, rd_next;
+	bool rd_more; /* more sinks wait for ORD room */
+	uint32_t rd_rkey;
+	uint64_t rd_raddr;
+	struct {
+		uint8_t hdr[SWIW_DDP_HDR_MAX];
+		struct swiw_fpdu_frame f;
+	} fr[TX_BATCH];
+	struct iovec iov[TX_IOV];
+	uint32_t niov, iov_pos;
+	bool batch_last; /* the batch ends the message */
+	uint64_t batch_bytes; /* DDP octets in the batch */
+
+	struct infl *infl;
+	uint32_t infl_mask, infl_head, infl_tail;
+	struct rd_out rd[SWIW_MAX_ORD];
+	uint32_t rd_head, rd_tail;
+	struct rresp rr[SWIW_MAX_IRD];
+	uint32_t rr_head, rr_tail;
+
+	/* Receive. */
+	struct swiw_fpdu_rx frx;
+	struct swiw_ddp_rx drx;
+	uint8_t *stage;
+	uint32_t st_head, st_tail;
+	bool seg_ok; /* the current segment passed validation */
+	struct swiw_ddp_seg seg;
+	struct swiw_ddp_dest dst;
+	struct swiw_mem_ref tref; /* the region of the current segment */
+	struct rxbuf rqe;
+	uint64_t last_write_len, write_acc;
+	bool after_write; /* the last message in was a whole Write */
+	bool cq_full; /* a completion was lost: the QP fails */
+	uint32_t vendor_err; /* the TERMINATE's codes, for the failed WRs */
+};
+
+static inline uint32_t swiw_stream_qpn(const struct swiw_stream *s)
+{
+	return s->qp->vqp.qp.qp_num;
+}
 
 void swiw_eng_lock(void);
 void swiw_eng_unlock(void);
@@ -18,14 +171,42 @@ int swiw_eng_start(void);
 int swiw_eng_epoll_ctl(int op, int fd, uint32_t events, void *ptr);
 void swiw_eng_doorbell(void);
 
-/* swiw_stream.c */
+/* swiw_stream.c: lifecycle, MPA, errors */
 void swiw_stream_event(struct swiw_stream *s, uint32_t events);
-bool swiw_stream_pump(struct swiw_stream *s);
+bool swiw_stream_pump(struct swiw_stream *s, uint64_t budget);
 bool swiw_streams_pump_all(void);
 void swiw_streams_reap(void);
 int swiw_streams_timers(void);
 void swiw_stream_qp_error(struct swiw_qp *qp);
 void swiw_stream_detach(struct swiw_qp *qp);
+void swiw_stream_mpa_events(struct swiw_stream *s);
+void swiw_stream_push_cqe(struct swiw_stream *s, struct swiw_cq *cq,
+			  struct swiw_cqe *e);
+void swiw_stream_sq_drain(struct swiw_stream *s);
+void swiw_stream_peer_eof(struct swiw_stream *s);
+/*
+ * The stream ends: TERMINATE for @v (best effort), the QP to error, the
+ * send WR the failure concerns with @sq_status (-1: none), the receive
+ * in progress with the table's local status, everything else flushed,
+ * and the async event @ev (0: none).
+ */
+void swiw_stream_fail(struct swiw_stream *s, enum swiw_violation v,
+		      const void *seg, uint32_t seg_len, int sq_status,
+		      enum ibv_event_type ev);
+/* The peer broke the protocol (@v): TERMINATE, and the table's event. */
+void swiw_stream_violation(struct swiw_stream *s, enum swiw_violation v,
+			   const void *seg, uint32_t seg_len);
+
+/*
+ * swiw_qp_tx.c: sends what can go now, stopping (and ringing the engine)
+ * once @budget octets went; true if anything moved.
+ */
+bool swiw_tx_pump(struct swiw_stream *s, uint64_t budget);
+int swiw_tx_msg_start(struct swiw_stream *s, const struct swiw_rdmap_msg *m);
+
+/* swiw_qp_rx.c: receives what the socket holds */
+void swiw_rx_pump(struct swiw_stream *s);
+extern const struct swiw_ddp_mem_ops swiw_rx_mem_ops;
 
 /* swiw_connect.c, from the engine loop */
 bool swiw_conn_is_broker(const void *ptr);
