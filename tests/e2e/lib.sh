@@ -49,36 +49,65 @@ T_LIMIT=${SWIW_TEST_TIMEOUT:-20}
 need_cmd timeout mktemp grep awk
 
 # Cleanup actions run in reverse order when the script exits, however it
-# exits. The scratch directory goes last.
+# exits. Then sanitizer reports fail the test, and the scratch directory
+# goes.
 T_CLEANUP=()
+T_TMP=''
 on_exit() {
 	T_CLEANUP+=("$*")
 }
 run_cleanup() {
-	local i
+	local rc=$? i
 
 	for ((i = ${#T_CLEANUP[@]} - 1; i >= 0; i--)); do
 		eval "${T_CLEANUP[i]}" >/dev/null 2>&1 || true
 	done
+	[ -n "$T_TMP" ] || exit "$rc"
+	san_check || rc=1
+	rm -rf "$T_TMP"
+	exit "$rc"
 }
 trap run_cleanup EXIT
 trap 'exit 130' INT TERM HUP
 
 T_TMP=$(mktemp -d "${TMPDIR:-/tmp}/swiw-e2e-$T_NAME.XXXXXX") ||
 	fail "cannot make a scratch directory"
-on_exit "rm -rf '$T_TMP'"
+
+# Sanitizer reports of every process a test starts (also background ones,
+# and the broker, whose stderr is /dev/null) go to files here: any such file
+# fails the test, whatever the exit status of the process was.
+T_SAN=$T_TMP/sanitizer
+mkdir "$T_SAN" || fail "cannot make $T_SAN"
+for v in ASAN_OPTIONS UBSAN_OPTIONS TSAN_OPTIONS; do
+	export "$v=${!v:+${!v}:}log_path=$T_SAN/report"
+done
+unset v
+san_check() {
+	local f
+
+	for f in "$T_SAN"/report*; do
+		[ -e "$f" ] || return 0
+		echo "FAIL: $T_NAME: sanitizer report in ${f##*/}:" >&2
+		cat "$f" >&2
+		return 1
+	done
+}
 
 # The command prefix that starts a program under swiw. With
-# SWIW_TEST_PRELOAD set, the sanitizer runtime is prepended to LD_PRELOAD
-# before swiw-run, which appends its own library, so the runtime comes first
-# as it must. Only the program under test gets it, not timeout or ip.
+# SWIW_TEST_PRELOAD set, swiw-run --preload puts the sanitizer runtime
+# first in LD_PRELOAD as it execs the program: only the program under test
+# gets it, not timeout, ip or swiw-run's shell (the TSan runtime crashes
+# a shell it is preloaded into alone).
 SWIW=("$SWIW_RUN")
 if [ -n "${SWIW_TEST_PRELOAD:-}" ]; then
 	[ -r "$SWIW_TEST_PRELOAD" ] ||
 		fail "SWIW_TEST_PRELOAD=$SWIW_TEST_PRELOAD is not readable"
-	SWIW=(env "LD_PRELOAD=$SWIW_TEST_PRELOAD${LD_PRELOAD:+:$LD_PRELOAD}"
-		"$SWIW_RUN")
+	SWIW=("$SWIW_RUN" --preload "$SWIW_TEST_PRELOAD")
 	note "SWIW_TEST_PRELOAD=$SWIW_TEST_PRELOAD"
+	# The programs run must really have it, or a clean run proves nothing.
+	timeout -k 5 "$T_LIMIT" "${SWIW[@]}" grep -qF "$SWIW_TEST_PRELOAD" \
+		/proc/self/maps ||
+		fail "swiw-run --preload $SWIW_TEST_PRELOAD: not mapped in the program"
 fi
 
 # A host's /etc/swiw/swiw.conf or the caller's settings must not change what

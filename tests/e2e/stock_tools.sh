@@ -104,3 +104,19 @@ swiw_run -- ibv_devices
 assert_ok "swiw-run -- ibv_devices"
 out_has "^[[:space:]]+swiw_lo[[:space:]]" "swiw-run -- ibv_devices"
 pass "swiw-run: --help 0, no arguments 2, /nonexistent fails, -- works"
+
+# --preload libraries come first in the program's LD_PRELOAD, in the order
+# given, before the caller's and swiw's (empty files: ld.so skips them). A
+# sanitizer build's runtime is needed, and first, for swiw's library.
+: >"$T_TMP/a.so"
+: >"$T_TMP/b.so"
+first=${SWIW_TEST_PRELOAD:-$T_TMP/a.so}
+run env LD_PRELOAD="$T_TMP/c.so" "$SWIW_RUN" --preload "$first" \
+	--preload "$T_TMP/b.so" printenv LD_PRELOAD
+assert_ok "swiw-run --preload A --preload B printenv"
+out_has "^$(re_quote "$first:$T_TMP/b.so:$T_TMP/c.so:$SWIW_BUILD/lib/libswiw-preload.so")\$"
+run "$SWIW_RUN" --preload
+assert_rc 2 "swiw-run --preload without a library"
+run "$SWIW_RUN" --preload "$T_TMP/nonexistent.so" true
+assert_rc 127 "swiw-run --preload of a missing library"
+pass "swiw-run --preload: first in order, no library 2, a missing one 127"
