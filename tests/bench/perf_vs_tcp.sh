@@ -375,6 +375,7 @@ show_file() {
 why_failed() {
 	case "$1" in
 	124 | 137) echo "timed out after ${LIMIT}s" ;;
+	143) echo "ended (SIGTERM) 5 s after the client failed" ;;
 	*) echo "exit status $1" ;;
 	esac
 }
@@ -437,15 +438,19 @@ pair_once() {
 	timeout -k 5 "$LIMIT" "${CLI[@]}" "${cli_cmd[@]}" \
 		>"$TMP/cli.out" 2>"$TMP/cli.err" </dev/null
 	cli_rc=$?
-	# A client that failed early can leave the server waiting for ever.
-	[ "$cli_rc" -eq 0 ] || kill "$pid" 2>/dev/null
+	[ -n "$leak_ok" ] && pd_leak_ok "$cli_rc" "$TMP/cli.err" && cli_rc=0
+	if [ "$cli_rc" -ne 0 ]; then
+		# A client that failed can leave the server waiting for ever.
+		for ((i = 0; i < 50; i++)); do
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill "$pid" 2>/dev/null
+	fi
 	wait "$pid"
 	srv_rc=$?
 	SERVER_PID=''
-	if [ -n "$leak_ok" ]; then
-		pd_leak_ok "$cli_rc" "$TMP/cli.err" && cli_rc=0
-		pd_leak_ok "$srv_rc" "$TMP/srv.err" && srv_rc=0
-	fi
+	[ -n "$leak_ok" ] && pd_leak_ok "$srv_rc" "$TMP/srv.err" && srv_rc=0
 	if [ "$cli_rc" -ne 0 ] || [ "$srv_rc" -ne 0 ]; then
 		{
 			echo "$ME: error: $what failed: client $(why_failed "$cli_rc")," \

@@ -16,8 +16,13 @@
  *        as perftest's "BW average" is from the first post to the last
  *        completion (its MB is 2^20, format_factor 0x100000).
  *
- * Both ends busy-poll (non-blocking calls, spinning on EAGAIN) like
- * perftest's default polling of its CQ; -B makes them block instead.
+ * Both ends poll as perftest polls its CQ: non-blocking calls, spinning
+ * on EAGAIN, but only for a spin budget (50 us, as long as swiw's engine
+ * spins) before they block in poll(). On an idle host that is pure busy
+ * polling; on a busy one (two vCPUs, four spinning threads) it keeps a
+ * spinning end from holding the CPU its peer needs for a whole time
+ * slice, which would make the reference meaninglessly slow. -P spins for
+ * ever, -B blocks in send/recv.
  * The client tells the server the mode, size and count, so the server
  * needs only its port.
  *
@@ -30,6 +35,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -58,7 +64,6 @@ struct swiw_tr_opts {
 	uint32_t iters;
 	uint32_t warmup;
 	double duration; /* bw: seconds instead of iters when > 0 */
-	bool blocking;
 };
 
 /* What the client sends first, in network byte order. */
@@ -71,6 +76,8 @@ struct swiw_tr_hello {
 };
 
 static const char *prog = "tcp_ref";
+static bool blocking;
+static double spin_s = 50e-6; /* < 0: for ever */
 
 static void usage(FILE *f)
 {
@@ -92,7 +99,10 @@ static void usage(FILE *f)
 		"                        (default 1000 for lat, 5000 for bw)\n"
 		"  -w, --warmup N        lat: untimed round trips first (default 16)\n"
 		"  -D, --duration SEC    bw: stream for SEC seconds instead of N messages\n"
-		"  -B, --blocking        block in send/recv instead of busy-polling\n"
+		"  -S, --spin USEC       spin this long on a socket that is not ready\n"
+		"                        before blocking in poll() (default 50)\n"
+		"  -P, --busy-poll       spin for ever, never block\n"
+		"  -B, --blocking        block in send/recv at once\n"
 		"  -h, --help            this text\n",
 		prog, prog, SWIW_TR_MAX_SIZE);
 }
@@ -121,20 +131,46 @@ static bool parse_u32(const char *s, uint32_t lo, uint32_t hi, uint32_t *v)
 	return true;
 }
 
+/*
+ * After EAGAIN on @fd: spins until the budget from the first EAGAIN
+ * (*@spin_end, 0 when not spinning) is used up, then blocks in poll()
+ * for @events. False with errno set if poll() fails.
+ */
+static bool wait_ready(int fd, short events, double *spin_end)
+{
+	struct pollfd pfd = { .fd = fd, .events = events };
+	double t;
+
+	if (spin_s < 0)
+		return true;
+	t = swiw_tr_now();
+	if (!*spin_end)
+		*spin_end = t + spin_s;
+	if (t < *spin_end)
+		return true;
+	*spin_end = 0;
+	return poll(&pfd, 1, -1) >= 0 || errno == EINTR;
+}
+
 /* Sends all @len octets; false with errno set on failure. */
-static bool send_all(int fd, const void *buf, size_t len, bool blocking)
+static bool send_all(int fd, const void *buf, size_t len)
 {
 	const char *p = buf;
+	double spin_end = 0;
 	ssize_t n;
 
 	while (len) {
 		n = send(fd, p, len,
 			 blocking ? MSG_NOSIGNAL : MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (n < 0) {
-			if (errno == EINTR || errno == EAGAIN)
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN &&
+			    wait_ready(fd, POLLOUT, &spin_end))
 				continue;
 			return false;
 		}
+		spin_end = 0;
 		p += n;
 		len -= (size_t)n;
 	}
@@ -145,18 +181,23 @@ static bool send_all(int fd, const void *buf, size_t len, bool blocking)
  * Receives all @len octets; false with errno set on failure, errno 0 if
  * the peer closed the connection first.
  */
-static bool recv_all(int fd, void *buf, size_t len, bool blocking)
+static bool recv_all(int fd, void *buf, size_t len)
 {
+	double spin_end = 0;
 	char *p = buf;
 	ssize_t n;
 
 	while (len) {
 		n = recv(fd, p, len, blocking ? 0 : MSG_DONTWAIT);
 		if (n < 0) {
-			if (errno == EINTR || errno == EAGAIN)
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN &&
+			    wait_ready(fd, POLLIN, &spin_end))
 				continue;
 			return false;
 		}
+		spin_end = 0;
 		if (n == 0) {
 			errno = 0;
 			return false;
@@ -250,11 +291,11 @@ static int lat_client(int fd, const struct swiw_tr_opts *o, char *buf)
 	}
 	for (i = 0; i < o->warmup + n; i++) {
 		t0 = swiw_tr_now();
-		if (!send_all(fd, buf, o->size, o->blocking)) {
+		if (!send_all(fd, buf, o->size)) {
 			report_io("send", errno);
 			goto fail;
 		}
-		if (!recv_all(fd, buf, o->size, o->blocking)) {
+		if (!recv_all(fd, buf, o->size)) {
 			report_io("recv", errno);
 			goto fail;
 		}
@@ -283,11 +324,11 @@ static int lat_server(int fd, const struct swiw_tr_opts *o, char *buf)
 	uint32_t i;
 
 	for (i = 0; i < o->warmup + o->iters; i++) {
-		if (!recv_all(fd, buf, o->size, o->blocking)) {
+		if (!recv_all(fd, buf, o->size)) {
 			report_io("recv", errno);
 			return -1;
 		}
-		if (!send_all(fd, buf, o->size, o->blocking)) {
+		if (!send_all(fd, buf, o->size)) {
 			report_io("send", errno);
 			return -1;
 		}
@@ -306,7 +347,7 @@ static int bw_client(int fd, const struct swiw_tr_opts *o, char *buf)
 	for (;;) {
 		if (o->duration > 0 ? swiw_tr_now() >= end : msgs == o->iters)
 			break;
-		if (!send_all(fd, buf, o->size, o->blocking)) {
+		if (!send_all(fd, buf, o->size)) {
 			report_io("send", errno);
 			return -1;
 		}
@@ -317,7 +358,7 @@ static int bw_client(int fd, const struct swiw_tr_opts *o, char *buf)
 		fprintf(stderr, "%s: shutdown: %s\n", prog, strerror(errno));
 		return -1;
 	}
-	if (!recv_all(fd, &count, sizeof(count), o->blocking)) {
+	if (!recv_all(fd, &count, sizeof(count))) {
 		report_io("recv of the server's count", errno);
 		return -1;
 	}
@@ -337,26 +378,30 @@ static int bw_client(int fd, const struct swiw_tr_opts *o, char *buf)
 }
 
 /* Server side of bw: count octets to the end of the stream, answer. */
-static int bw_server(int fd, const struct swiw_tr_opts *o, char *buf,
-		     size_t buf_len)
+static int bw_server(int fd, char *buf, size_t buf_len)
 {
 	uint64_t count = 0;
+	double spin_end = 0;
 	ssize_t n;
 
 	for (;;) {
-		n = recv(fd, buf, buf_len, o->blocking ? 0 : MSG_DONTWAIT);
+		n = recv(fd, buf, buf_len, blocking ? 0 : MSG_DONTWAIT);
 		if (n < 0) {
-			if (errno == EINTR || errno == EAGAIN)
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN &&
+			    wait_ready(fd, POLLIN, &spin_end))
 				continue;
 			report_io("recv", errno);
 			return -1;
 		}
 		if (n == 0)
 			break;
+		spin_end = 0;
 		count += (uint64_t)n;
 	}
 	count = htobe64(count);
-	if (!send_all(fd, &count, sizeof(count), o->blocking)) {
+	if (!send_all(fd, &count, sizeof(count))) {
 		report_io("send of the count", errno);
 		return -1;
 	}
@@ -369,7 +414,7 @@ static int server_hello(int fd, struct swiw_tr_opts *o)
 	struct swiw_tr_hello h;
 	uint32_t mode;
 
-	if (!recv_all(fd, &h, sizeof(h), true)) {
+	if (!recv_all(fd, &h, sizeof(h))) {
 		report_io("recv of the client's parameters", errno);
 		return -1;
 	}
@@ -430,7 +475,7 @@ static int run(struct swiw_tr_opts *o)
 		/* a timed bw run tells no count: the server reads to the end */
 		h.iters = htonl(o->iters);
 		h.warmup = htonl(o->warmup);
-		if (!send_all(fd, &h, sizeof(h), true)) {
+		if (!send_all(fd, &h, sizeof(h))) {
 			report_io("send of the parameters", errno);
 			goto out;
 		}
@@ -453,7 +498,7 @@ static int run(struct swiw_tr_opts *o)
 		rc = o->host ? lat_client(fd, o, buf) : lat_server(fd, o, buf);
 	else
 		rc = o->host ? bw_client(fd, o, buf) :
-			       bw_server(fd, o, buf, buf_len);
+			       bw_server(fd, buf, buf_len);
 out:
 	free(buf);
 	if (fd >= 0)
@@ -472,19 +517,21 @@ int main(int argc, char **argv)
 		{ "iters", required_argument, NULL, 'n' },
 		{ "warmup", required_argument, NULL, 'w' },
 		{ "duration", required_argument, NULL, 'D' },
+		{ "spin", required_argument, NULL, 'S' },
+		{ "busy-poll", no_argument, NULL, 'P' },
 		{ "blocking", no_argument, NULL, 'B' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct swiw_tr_opts o = { .port = "18515", .warmup = 16 };
 	bool have_size = false, have_iters = false;
-	uint32_t port;
+	uint32_t port, spin_us;
 	char *end;
 	int c;
 
 	if (argc > 0 && argv[0][0])
 		prog = argv[0];
-	while ((c = getopt_long(argc, argv, "p:b:s:n:w:D:Bh", longopts,
+	while ((c = getopt_long(argc, argv, "p:b:s:n:w:D:S:PBh", longopts,
 				NULL)) != -1) {
 		switch (c) {
 		case 'p':
@@ -516,8 +563,16 @@ int main(int argc, char **argv)
 			    !(o.duration > 0 && o.duration <= 3600))
 				goto bad_value;
 			break;
+		case 'S':
+			if (!parse_u32(optarg, 0, 10000000, &spin_us))
+				goto bad_value;
+			spin_s = spin_us * 1e-6;
+			break;
+		case 'P':
+			spin_s = -1;
+			break;
 		case 'B':
-			o.blocking = true;
+			blocking = true;
 			break;
 		case 'h':
 			usage(stdout);
