@@ -110,6 +110,7 @@ BUILD=${SWIW_BUILD:-}
 SWIW_RUN=''
 TCP_REF=''
 QUIET=''
+PATH_GIVEN=''
 
 need_arg() {
 	[ "$#" -ge 2 ] || usage_error "option $1 needs a value"
@@ -175,12 +176,12 @@ while [ "$#" -gt 0 ]; do
 	--netns) NETNS=1 ;;
 	--device)
 		need_arg "$@"
-		DEVICE=$2
+		DEVICE=$2 PATH_GIVEN=1
 		shift
 		;;
 	--addr)
 		need_arg "$@"
-		ADDR=$2
+		ADDR=$2 PATH_GIVEN=1
 		shift
 		;;
 	--timeout)
@@ -223,6 +224,9 @@ while [ "$#" -gt 0 ]; do
 	esac
 	shift
 done
+
+[ -n "$NETNS" ] && [ -n "$PATH_GIVEN" ] &&
+	usage_error "--netns makes its own devices and addresses: no --device or --addr"
 
 # --- the programs ---------------------------------------------------------------
 find_prog() {
