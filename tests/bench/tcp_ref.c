@@ -19,12 +19,10 @@
  * Both ends poll as perftest polls its CQ: non-blocking calls, spinning
  * on EAGAIN, but yielding the CPU at each turn and only for a spin budget
  * (50 us, as long as swiw's engine spins) before they block in poll().
- * With a CPU each that is pure busy polling (3.9 us one-way for 64 B
- * here); when both ends share one CPU, as happens on two vCPUs shared
- * with other work, a plain spinner holds the CPU its peer needs for a
- * time slice (4 ms one-way) and spinning out the budget costs 57 us,
- * while yielding costs about a microsecond. -P spins (and yields) for
- * ever, -B blocks in send/recv.
+ * With a CPU each that is busy polling; when both ends share one CPU (two
+ * vCPUs shared with other work) a plain spinner would hold the CPU its
+ * peer needs for a time slice: 4 ms one-way instead of 6 us for 64 B.
+ * -P spins (and yields) for ever, -B blocks in send/recv.
  * The client tells the server the mode, size and count, so the server
  * needs only its port.
  *
