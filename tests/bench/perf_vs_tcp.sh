@@ -1,0 +1,669 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# perf_vs_tcp.sh: the stock perftest programs over swiw beside a plain TCP
+# socket doing the same transfer on the same path in the same run.
+#
+# For every size, a perftest server/client pair runs through swiw-run,
+# then tcp_ref (a plain TCP ping-pong or stream with TCP_NODELAY, both ends
+# busy-polling as perftest does) on the same addresses. One table per
+# metric, the ratio swiw/TCP, and a verdict against the aims:
+# bandwidth >= 0.9x TCP, small-message (<= 4 KiB) latency <= 1.3x TCP.
+# A benchmark, not a test: it fails only if a run fails, never on figures.
+# Run with --help for the options.
+set -u -o pipefail
+
+ME=perf_vs_tcp
+AIM_BW=0.9
+AIM_LAT=1.3
+SMALL_MAX=4096
+
+usage() {
+	cat <<EOF
+Usage: $ME [options]
+
+Runs ib_send_lat and ib_write_lat (latency), ib_write_bw and ib_send_bw
+(bandwidth) over swiw, each size followed by tcp_ref on the same path, and
+prints per metric: size | swiw | TCP | swiw/TCP, then a verdict against the
+aims (bandwidth >= ${AIM_BW}x TCP, latency of messages <= $SMALL_MAX B <= ${AIM_LAT}x TCP).
+Latency is perftest's t_typical (the median one-way latency, RTT/2) in usec;
+bandwidth is perftest's BW average in MB/s (MB = 2^20).
+
+Options:
+  -n, --iters N         iterations of every run (sets both below)
+      --lat-iters N     iterations of the latency runs (default 1000)
+      --bw-iters N      iterations of the bandwidth runs (default 5000)
+  -s, --sizes LIST      sizes of all tests, comma separated (bytes, or with
+                        a K or M suffix for KiB, MiB)
+      --lat-sizes LIST  latency sizes (default 1,2,4,...,65536)
+      --bw-sizes LIST   bandwidth sizes (default 4K,8K,...,1M)
+  -t, --tests LIST      which of send_lat,write_lat,write_bw,send_bw (default:
+                        all four)
+  -r, --repeat R        run every pair R times, interleaved, and take the
+                        median (default 1)
+      --netns           across two network namespaces joined by a veth pair
+                        instead of over swiw_lo (root only)
+      --device DEV      the swiw device of the loopback path (default swiw_lo)
+      --addr ADDR       the server's IPv4 address on DEV (default 127.0.0.1)
+      --timeout SEC     limit of every single program run (default 120)
+      --csv FILE        also write the figures as CSV
+      --plot FILE       write a gnuplot script; with FILE ending in .svg or
+                        .png and gnuplot installed, render it to FILE (the
+                        script goes to FILE.gp)
+      --build DIR       swiw build directory (its bin/ holds swiw-run and
+                        tcp_ref; default \$SWIW_BUILD, else both from PATH)
+      --swiw-run PATH   swiw-run to use
+      --tcp-ref PATH    tcp_ref to use
+  -q, --quiet           no progress lines on stderr
+  -h, --help            this text
+
+Environment: SWIW_TEST_PRELOAD, a library put first in LD_PRELOAD of the
+programs run under swiw-run (a sanitizer runtime for a sanitizer build).
+Exit status: 0 if every run succeeded (whatever the figures), 1 if a run
+failed, 2 on a usage error.
+EOF
+}
+
+die() {
+	echo "$ME: error: $*" >&2
+	exit 1
+}
+
+usage_error() {
+	echo "$ME: $*" >&2
+	echo "Try '$ME --help'." >&2
+	exit 2
+}
+
+progress() {
+	[ -n "$QUIET" ] || echo "# $*" >&2
+}
+
+# size_list LIST: LIST as bytes, one a line; fails on a bad entry.
+size_list() {
+	local s n mult IFS=,
+
+	for s in $1; do
+		case "$s" in
+		*[kK]) n=${s%?} mult=1024 ;;
+		*[mM]) n=${s%?} mult=1048576 ;;
+		*) n=$s mult=1 ;;
+		esac
+		[[ "$n" =~ ^[0-9]+$ ]] && [ "$((n * mult))" -ge 1 ] &&
+			[ "$((n * mult))" -le 1073741824 ] || return 1
+		echo "$((n * mult))"
+	done
+}
+
+LAT_ITERS=1000
+BW_ITERS=5000
+LAT_SIZES=$(for ((i = 1; i <= 65536; i *= 2)); do echo $i; done)
+BW_SIZES=$(for ((i = 4096; i <= 1048576; i *= 2)); do echo $i; done)
+TESTS="send_lat write_lat write_bw send_bw"
+REPEAT=1
+NETNS=''
+DEVICE=swiw_lo
+ADDR=127.0.0.1
+LIMIT=120
+CSV=''
+PLOT=''
+BUILD=${SWIW_BUILD:-}
+SWIW_RUN=''
+TCP_REF=''
+QUIET=''
+PATH_GIVEN=''
+
+need_arg() {
+	[ "$#" -ge 2 ] || usage_error "option $1 needs a value"
+}
+is_count() {
+	[[ "$1" =~ ^[0-9]+$ ]] && [ "$1" -ge "$2" ] && [ "$1" -le 100000000 ]
+}
+
+while [ "$#" -gt 0 ]; do
+	case "$1" in
+	-n | --iters)
+		need_arg "$@"
+		is_count "$2" 5 || usage_error "bad iteration count '$2' (5 or more)"
+		LAT_ITERS=$2 BW_ITERS=$2
+		shift
+		;;
+	--lat-iters)
+		need_arg "$@"
+		is_count "$2" 5 || usage_error "bad iteration count '$2' (5 or more)"
+		LAT_ITERS=$2
+		shift
+		;;
+	--bw-iters)
+		need_arg "$@"
+		is_count "$2" 5 || usage_error "bad iteration count '$2' (5 or more)"
+		BW_ITERS=$2
+		shift
+		;;
+	-s | --sizes)
+		need_arg "$@"
+		LAT_SIZES=$(size_list "$2") || usage_error "bad size list '$2'"
+		BW_SIZES=$LAT_SIZES
+		shift
+		;;
+	--lat-sizes)
+		need_arg "$@"
+		LAT_SIZES=$(size_list "$2") || usage_error "bad size list '$2'"
+		shift
+		;;
+	--bw-sizes)
+		need_arg "$@"
+		BW_SIZES=$(size_list "$2") || usage_error "bad size list '$2'"
+		shift
+		;;
+	-t | --tests)
+		need_arg "$@"
+		TESTS=${2//,/ }
+		for t in $TESTS; do
+			case "$t" in
+			send_lat | write_lat | write_bw | send_bw) ;;
+			*) usage_error "unknown test '$t'" ;;
+			esac
+		done
+		[ -n "$TESTS" ] || usage_error "no test given"
+		shift
+		;;
+	-r | --repeat)
+		need_arg "$@"
+		is_count "$2" 1 || usage_error "bad repeat count '$2'"
+		REPEAT=$2
+		shift
+		;;
+	--netns) NETNS=1 ;;
+	--device)
+		need_arg "$@"
+		DEVICE=$2 PATH_GIVEN=1
+		shift
+		;;
+	--addr)
+		need_arg "$@"
+		ADDR=$2 PATH_GIVEN=1
+		shift
+		;;
+	--timeout)
+		need_arg "$@"
+		is_count "$2" 1 || usage_error "bad timeout '$2'"
+		LIMIT=$2
+		shift
+		;;
+	--csv)
+		need_arg "$@"
+		CSV=$2
+		shift
+		;;
+	--plot)
+		need_arg "$@"
+		PLOT=$2
+		shift
+		;;
+	--build)
+		need_arg "$@"
+		BUILD=$2
+		shift
+		;;
+	--swiw-run)
+		need_arg "$@"
+		SWIW_RUN=$2
+		shift
+		;;
+	--tcp-ref)
+		need_arg "$@"
+		TCP_REF=$2
+		shift
+		;;
+	-q | --quiet) QUIET=1 ;;
+	-h | --help)
+		usage
+		exit 0
+		;;
+	*) usage_error "unknown argument '$1'" ;;
+	esac
+	shift
+done
+
+[ -n "$NETNS" ] && [ -n "$PATH_GIVEN" ] &&
+	usage_error "--netns makes its own devices and addresses: no --device or --addr"
+
+# --- the programs ---------------------------------------------------------------
+find_prog() {
+	local name=$1 given=$2
+
+	if [ -n "$given" ]; then
+		echo "$given"
+	elif [ -n "$BUILD" ]; then
+		echo "$BUILD/bin/$name"
+	else
+		command -v "$name" || echo "$name"
+	fi
+}
+SWIW_RUN=$(find_prog swiw-run "$SWIW_RUN")
+TCP_REF=$(find_prog tcp_ref "$TCP_REF")
+[ -x "$SWIW_RUN" ] ||
+	die "swiw-run not found or not executable: '$SWIW_RUN' (use --build or --swiw-run)"
+[ -x "$TCP_REF" ] ||
+	die "tcp_ref not found or not executable: '$TCP_REF' (use --build or --tcp-ref)"
+for c in timeout ss awk sort mktemp; do
+	command -v "$c" >/dev/null 2>&1 || die "required command '$c' is not installed"
+done
+for t in $TESTS; do
+	command -v "ib_$t" >/dev/null 2>&1 ||
+		die "ib_$t is not installed (Debian: apt-get install perftest)"
+done
+
+# The programs under swiw get the preload, not timeout, ip or ss; perftest
+# leaks some of its own allocations, which LeakSanitizer must not report.
+SWIW=("$SWIW_RUN")
+if [ -n "${SWIW_TEST_PRELOAD:-}" ]; then
+	[ -r "$SWIW_TEST_PRELOAD" ] || die "SWIW_TEST_PRELOAD=$SWIW_TEST_PRELOAD is not readable"
+	SWIW=(env "LD_PRELOAD=$SWIW_TEST_PRELOAD${LD_PRELOAD:+:$LD_PRELOAD}"
+		"ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" "$SWIW_RUN")
+fi
+
+# --- scratch space and cleanup ----------------------------------------------------
+CLEANUP=()
+# The server of the pair running now, if any: ended first on an early exit.
+SERVER_PID=''
+cleanup() {
+	local i
+
+	[ -z "$SERVER_PID" ] || kill "$SERVER_PID" 2>/dev/null
+	for ((i = ${#CLEANUP[@]} - 1; i >= 0; i--)); do
+		eval "${CLEANUP[i]}" >/dev/null 2>&1 || true
+	done
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM HUP
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/$ME.XXXXXX") || die "cannot make a scratch directory"
+CLEANUP+=("rm -rf '$TMP'")
+
+# --- the path ---------------------------------------------------------------------
+# SRV/CLI: command prefixes that run a program on the server's or the
+# client's side; SRV_DEV/CLI_DEV their swiw devices; ADDR the server's.
+SRV=() CLI=()
+SRV_DEV=$DEVICE CLI_DEV=$DEVICE
+PATH_NOTE="$DEVICE ($ADDR), server and client in one network namespace"
+
+# port_active PREFIX... DEV: the device's port 1 is PORT_ACTIVE.
+port_active() {
+	local dev=${*: -1}
+
+	"${@:1:$#-1}" timeout 20 "${SWIW[@]}" ibv_devinfo -d "$dev" 2>/dev/null |
+		grep -Eq '^[[:space:]]+state:[[:space:]]+PORT_ACTIVE'
+}
+
+wait_active() {
+	local i
+
+	for ((i = 0; i < 100; i++)); do
+		port_active "$@" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+if [ -n "$NETNS" ]; then
+	[ "$(id -u)" -eq 0 ] || die "--netns needs root (network namespaces, veth links)"
+	command -v ip >/dev/null 2>&1 || die "required command 'ip' is not installed"
+	command -v ibv_devinfo >/dev/null 2>&1 || die "ibv_devinfo is not installed"
+	NSS=swiw-bench-$$-srv NSC=swiw-bench-$$-cli
+	ip netns add "$NSS" || die "cannot create network namespace $NSS"
+	CLEANUP+=("ip netns del '$NSS'")
+	ip netns add "$NSC" || die "cannot create network namespace $NSC"
+	CLEANUP+=("ip netns del '$NSC'")
+	# No automatic IPv6 on the veth pair: GID 0 is its IPv4 address.
+	{
+		ip -n "$NSS" link set lo up &&
+			ip -n "$NSC" link set lo up &&
+			ip -n "$NSS" link add bench0 type veth peer name bench1 netns "$NSC" &&
+			ip -n "$NSS" link set bench0 addrgenmode none &&
+			ip -n "$NSC" link set bench1 addrgenmode none &&
+			ip -n "$NSS" addr add 10.201.0.1/24 dev bench0 &&
+			ip -n "$NSC" addr add 10.201.0.2/24 dev bench1 &&
+			ip -n "$NSS" link set bench0 up &&
+			ip -n "$NSC" link set bench1 up
+	} || die "cannot set up the veth pair between $NSS and $NSC"
+	SRV=(ip netns exec "$NSS") CLI=(ip netns exec "$NSC")
+	SRV_DEV=swiw_bench0 CLI_DEV=swiw_bench1 ADDR=10.201.0.1
+	PATH_NOTE="a veth pair between two network namespaces: server $SRV_DEV"
+	PATH_NOTE+=" (10.201.0.1), client $CLI_DEV (10.201.0.2)"
+	wait_active "${SRV[@]}" "$SRV_DEV" || die "$SRV_DEV did not become PORT_ACTIVE in 10 s"
+	wait_active "${CLI[@]}" "$CLI_DEV" || die "$CLI_DEV did not become PORT_ACTIVE in 10 s"
+fi
+
+# --- one server/client pair -------------------------------------------------------
+listening() {
+	"${SRV[@]}" ss -Hltn "sport = :$1" 2>/dev/null | grep -q .
+}
+
+# A free port for every run, so that no run meets an earlier one's socket:
+# below the ephemeral range (where no outgoing connection takes it), and
+# with no socket of any state on it.
+PORT_LO=10000 PORT_N=20000
+read -r eph _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null &&
+	[ "${eph:-0}" -gt $((PORT_LO + 1000)) ] && PORT_N=$((eph - PORT_LO))
+PORT=0
+next_port() {
+	local i
+
+	for ((i = 0; i < 100; i++)); do
+		PORT=$((PORT_LO + (RANDOM * 32768 + RANDOM) % PORT_N))
+		"${SRV[@]}" ss -Htan "sport = :$PORT" 2>/dev/null | grep -q . ||
+			return 0
+	done
+	die "no free TCP port found"
+}
+
+# perftest 4.5+0.17 deregisters the MR of its iWARP Send credits only with
+# -R, so without it ibv_send_bw fails ibv_dealloc_pd with EBUSY at exit, as
+# with the kernel's iWARP devices, and exits 1 after its report.
+# pd_leak_ok RC STDERR-FILE: true if that is the only thing that failed.
+pd_leak_ok() {
+	[ "$1" -eq 1 ] || return 1
+	[ "$(grep -cv -e '^Failed to deallocate PD' \
+		-e '^Couldn.t destroy all SEND resources' \
+		-e '^[[:space:]]*$' -e '^swiw: ' "$2")" -eq 0 ] || return 1
+	grep -q '^Failed to deallocate PD' "$2"
+}
+
+show_file() {
+	echo "---- $1:"
+	tail -n 25 "$2"
+}
+
+# why_failed RC: the reason an exit status means.
+why_failed() {
+	case "$1" in
+	124 | 137) echo "timed out after ${LIMIT}s" ;;
+	143) echo "ended (SIGTERM) 5 s after the client failed" ;;
+	*) echo "exit status $1" ;;
+	esac
+}
+
+# pair WHAT LEAK-OK SERVER-CMD... -- CLIENT-CMD...: runs the server on the
+# server's side, waits until it listens on $PORT, runs the client on the
+# client's side; both must succeed. The client's stdout is left in
+# $TMP/cli.out. The commands take the port as the word @PORT@; if another
+# program took it first, the pair runs again on another one.
+pair() {
+	local what=$1 leak_ok=$2 pid srv_rc cli_rc i try w
+	local -a srv_args=() cli_args=() srv_cmd=() cli_cmd=()
+
+	shift 2
+	while [ "$1" != -- ]; do
+		srv_args+=("$1")
+		shift
+	done
+	shift
+	cli_args=("$@")
+
+	for ((try = 0; ; try++)); do
+		next_port
+		srv_cmd=() cli_cmd=()
+		for w in "${srv_args[@]}"; do srv_cmd+=("${w/#@PORT@/$PORT}"); done
+		for w in "${cli_args[@]}"; do cli_cmd+=("${w/#@PORT@/$PORT}"); done
+		pair_once && return 0
+		[ "$try" -lt 3 ] && grep -Eqi 'in use|bind|listen to port' "$TMP/srv.err" ||
+			break
+		progress "$what: port $PORT was taken, again on another port"
+	done
+	{
+		echo "$ME: error: $what: the server did not listen on port $PORT" \
+			"($(why_failed "$srv_rc"))"
+		echo "---- server: ${srv_cmd[*]}"
+		show_file "server stdout" "$TMP/srv.out"
+		show_file "server stderr" "$TMP/srv.err"
+	} >&2
+	exit 1
+}
+
+# pair_once: one try of pair; false if the server does not listen.
+pair_once() {
+	timeout -k 5 "$LIMIT" "${SRV[@]}" "${srv_cmd[@]}" \
+		>"$TMP/srv.out" 2>"$TMP/srv.err" </dev/null &
+	pid=$!
+	SERVER_PID=$pid
+	for ((i = 0; i < 200; i++)); do
+		listening "$PORT" && break
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	if ! listening "$PORT"; then
+		kill "$pid" 2>/dev/null
+		wait "$pid"
+		srv_rc=$?
+		SERVER_PID=''
+		return 1
+	fi
+	timeout -k 5 "$LIMIT" "${CLI[@]}" "${cli_cmd[@]}" \
+		>"$TMP/cli.out" 2>"$TMP/cli.err" </dev/null
+	cli_rc=$?
+	[ -n "$leak_ok" ] && pd_leak_ok "$cli_rc" "$TMP/cli.err" && cli_rc=0
+	if [ "$cli_rc" -ne 0 ]; then
+		# A client that failed can leave the server waiting for ever.
+		for ((i = 0; i < 50; i++)); do
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill "$pid" 2>/dev/null
+	fi
+	wait "$pid"
+	srv_rc=$?
+	SERVER_PID=''
+	[ -n "$leak_ok" ] && pd_leak_ok "$srv_rc" "$TMP/srv.err" && srv_rc=0
+	if [ "$cli_rc" -ne 0 ] || [ "$srv_rc" -ne 0 ]; then
+		{
+			echo "$ME: error: $what failed: client $(why_failed "$cli_rc")," \
+				"server $(why_failed "$srv_rc")"
+			echo "---- server: ${srv_cmd[*]}"
+			echo "---- client: ${cli_cmd[*]}"
+			show_file "server stdout" "$TMP/srv.out"
+			show_file "server stderr" "$TMP/srv.err"
+			show_file "client stdout" "$TMP/cli.out"
+			show_file "client stderr" "$TMP/cli.err"
+		} >&2
+		exit 1
+	fi
+	return 0
+}
+
+# figure WHAT SIZE FIELD: field FIELD of the client's figure line for SIZE
+# (the line that starts with the size and the iteration count) into VALUE.
+VALUE=''
+figure() {
+	VALUE=$(awk -v s="$2" -v f="$3" '
+		$1 == s && $2 ~ /^[0-9]+$/ && $f ~ /^[0-9]+(\.[0-9]+)?$/ { v = $f }
+		END { if (v != "") print v }' "$TMP/cli.out")
+	if [ -z "$VALUE" ]; then
+		{
+			echo "$ME: error: $1 printed no figure for $2 bytes"
+			show_file "client stdout" "$TMP/cli.out"
+		} >&2
+		exit 1
+	fi
+}
+
+# swiw_once TEST SIZE: one perftest pair over swiw; its figure in VALUE.
+swiw_once() {
+	local prog=ib_$1 size=$2 iters leak='' field
+
+	case "$1" in
+	*_lat) iters=$LAT_ITERS field=5 ;; # t_typical
+	*_bw) iters=$BW_ITERS field=4 ;;   # BW average
+	esac
+	[ "$1" = send_bw ] && leak=1
+	pair "$prog -s $size over swiw" "$leak" \
+		"${SWIW[@]}" "$prog" -d "$SRV_DEV" -x 0 -F -p @PORT@ -s "$size" -n "$iters" -- \
+		"${SWIW[@]}" "$prog" -d "$CLI_DEV" -x 0 -F -p @PORT@ -s "$size" -n "$iters" "$ADDR"
+	figure "$prog" "$size" "$field"
+}
+
+# tcp_once TEST SIZE: the same transfer over plain TCP; figure in VALUE.
+tcp_once() {
+	local mode iters field
+
+	case "$1" in
+	*_lat) mode=lat iters=$LAT_ITERS field=4 ;; # t_typical
+	*_bw) mode=bw iters=$BW_ITERS field=3 ;;    # BW average
+	esac
+	pair "tcp_ref $mode -s $2" '' \
+		"$TCP_REF" -p @PORT@ "$mode" -- \
+		"$TCP_REF" -p @PORT@ -s "$2" -n "$iters" "$mode" "$ADDR"
+	figure tcp_ref "$2" "$field"
+}
+
+# median of the numbers on stdin
+median() {
+	sort -g | awk '{ v[NR] = $1 }
+		END { printf "%.2f\n", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+# --- the runs ---------------------------------------------------------------------
+RESULTS=$TMP/results # test size swiw tcp ratio, one a line
+: >"$RESULTS"
+
+title_of() {
+	case "$1" in
+	*_lat) echo "ib_$1 vs TCP ping-pong: one-way latency, t_typical (median), usec" \
+		"(lower is better)" ;;
+	*_bw) echo "ib_$1 vs TCP stream: BW average, MB/s (MB = 2^20; higher is better)" ;;
+	esac
+}
+
+print_table() {
+	local t=$1
+
+	echo
+	title_of "$t"
+	awk -v t="$t" '
+		BEGIN { printf "%10s %12s %12s %10s\n", "bytes", "swiw", "TCP", "swiw/TCP" }
+		$1 == t { printf "%10d %12.2f %12.2f %9.2fx\n", $2, $3, $4, $5 }' "$RESULTS"
+}
+
+echo "swiw vs plain TCP on $PATH_NOTE"
+echo "iterations per run: ${LAT_ITERS} latency, ${BW_ITERS} bandwidth; median of $REPEAT" \
+	"run(s) per size; $(date -u '+%Y-%m-%d %H:%M UTC') on $(uname -n)"
+for t in $TESTS; do
+	case "$t" in
+	*_lat) sizes=$LAT_SIZES ;;
+	*_bw) sizes=$BW_SIZES ;;
+	esac
+	for size in $sizes; do
+		: >"$TMP/swiw.v"
+		: >"$TMP/tcp.v"
+		for ((r = 0; r < REPEAT; r++)); do
+			swiw_once "$t" "$size"
+			echo "$VALUE" >>"$TMP/swiw.v"
+			tcp_once "$t" "$size"
+			echo "$VALUE" >>"$TMP/tcp.v"
+		done
+		sv=$(median <"$TMP/swiw.v")
+		tv=$(median <"$TMP/tcp.v")
+		ratio=$(awk -v a="$sv" -v b="$tv" 'BEGIN { printf "%.4f", (b > 0) ? a / b : 0 }')
+		echo "$t $size $sv $tv $ratio" >>"$RESULTS"
+		progress "$t $size B: swiw $sv, TCP $tv, swiw/TCP ${ratio}"
+	done
+	print_table "$t"
+done
+
+# --- verdict ----------------------------------------------------------------------
+verdict=$(awk -v small="$SMALL_MAX" -v aim_bw="$AIM_BW" -v aim_lat="$AIM_LAT" '
+	$1 ~ /_bw$/ && (bw == "" || $5 < bw) { bw = $5; bw_at = "ib_" $1 " " $2 " B" }
+	$1 ~ /_lat$/ && $2 <= small && (lat == "" || $5 > lat) {
+		lat = $5; lat_at = "ib_" $1 " " $2 " B"
+	}
+	END {
+		if (bw == "")
+			b = "bandwidth not measured"
+		else
+			b = sprintf("bandwidth %s: worst %.2fx TCP (%s), aim >= %.1fx",
+				    bw >= aim_bw ? "MET" : "MISSED", bw, bw_at, aim_bw)
+		if (lat == "")
+			l = "small-message latency not measured (no size <= " small " B)"
+		else
+			l = sprintf("small-message latency %s: worst %.2fx TCP (%s), aim <= %.1fx",
+				    lat <= aim_lat ? "MET" : "MISSED", lat, lat_at, aim_lat)
+		print "verdict: " b "; " l
+	}' "$RESULTS")
+echo
+echo "$verdict"
+
+# --- CSV and plot -----------------------------------------------------------------
+if [ -n "$CSV" ]; then
+	awk 'BEGIN { print "test,bytes,metric,unit,swiw,tcp,ratio" }
+		{
+			lat = $1 ~ /_lat$/
+			printf "ib_%s,%d,%s,%s,%s,%s,%s\n", $1, $2,
+				lat ? "t_typical" : "bw_average",
+				lat ? "usec" : "MiB/s", $3, $4, $5
+		}' "$RESULTS" >"$CSV" || die "cannot write $CSV"
+	progress "figures written to $CSV"
+fi
+
+# write_plot FILE [OUTPUT TERMINAL]: a gnuplot script with the data inline.
+write_plot() {
+	local t n=0 cols=1
+
+	for t in $TESTS; do n=$((n + 1)); done
+	[ "$n" -gt 1 ] && cols=2
+	{
+		echo "# swiw vs plain TCP, $PATH_NOTE"
+		echo "# Written by $ME; run: gnuplot $(basename "$1")"
+		if [ -n "${2:-}" ]; then
+			echo "set terminal $3 size 1200,$((450 * ((n + 1) / 2)))"
+			echo "set output '$2'"
+		fi
+		for t in $TESTS; do
+			echo "\$$t << EOD"
+			awk -v t="$t" '$1 == t { print $2, $3, $4 }' "$RESULTS"
+			echo "EOD"
+		done
+		echo "set multiplot layout $(((n + cols - 1) / cols)),$cols"
+		echo "set logscale x 2"
+		echo "set xlabel 'message size (bytes)'"
+		echo "set key top left"
+		echo "set grid"
+		for t in $TESTS; do
+			case "$t" in
+			*_lat)
+				echo "set logscale y"
+				echo "set ylabel 'one-way latency, median (usec)'"
+				;;
+			*_bw)
+				echo "unset logscale y"
+				echo "set ylabel 'BW average (MB/s, 2^20)'"
+				;;
+			esac
+			echo "set title 'ib_$t vs TCP'"
+			echo "plot \$$t using 1:2 with linespoints title 'swiw', \\"
+			echo "     \$$t using 1:3 with linespoints title 'TCP'"
+		done
+		echo "unset multiplot"
+	} >"$1"
+}
+
+if [ -n "$PLOT" ]; then
+	case "$PLOT" in
+	*.svg | *.png)
+		term=svg
+		[[ "$PLOT" == *.png ]] && term=pngcairo
+		write_plot "$PLOT.gp" "$PLOT" "$term" || die "cannot write $PLOT.gp"
+		if command -v gnuplot >/dev/null 2>&1; then
+			gnuplot "$PLOT.gp" || die "gnuplot failed on $PLOT.gp"
+			progress "plot written to $PLOT (script $PLOT.gp)"
+		else
+			progress "gnuplot is not installed: wrote the script $PLOT.gp;" \
+				"'gnuplot $PLOT.gp' makes $PLOT"
+		fi
+		;;
+	*)
+		write_plot "$PLOT" || die "cannot write $PLOT"
+		progress "gnuplot script written to $PLOT"
+		;;
+	esac
+fi
+exit 0

@@ -1,0 +1,51 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# perf_vs_tcp.sh runs end to end over swiw_lo with few iterations and two
+# sizes per metric: every table is printed with numbers for both sizes, the
+# verdict, the CSV and the gnuplot script; a run that fails makes it fail
+# loudly. It asserts nothing about the figures themselves.
+. "$(dirname "$0")/../e2e/lib.sh"
+
+BENCH=$(dirname "$0")/perf_vs_tcp.sh
+T_LIMIT=${SWIW_TEST_TIMEOUT:-90}
+NUM='[0-9]+\.[0-9]{2}'
+RUN_OF="\(ib_[a-z_]+ [0-9]+ B\)"
+
+run bash "$BENCH" --build "$SWIW_BUILD" -n 20 --lat-sizes 1,4K --bw-sizes 4K,64K \
+	--csv "$T_TMP/figures.csv" --plot "$T_TMP/figures.gp" --timeout 30
+assert_ok "perf_vs_tcp.sh with two sizes"
+for t in send_lat write_lat write_bw send_bw; do
+	case "$t" in
+	*_lat) sizes="1 4096" ;;
+	*_bw) sizes="4096 65536" ;;
+	esac
+	TABLE=$(printf '%s\n' "$OUT" | awk -v t="ib_$t vs TCP" \
+		'index($0, t) == 1 { on = 1; next } on && NF == 0 { exit } on')
+	assert_has "$TABLE" "^ +bytes +swiw +TCP +swiw/TCP\$" "header of the ib_$t table"
+	assert_count "$TABLE" "^ +[0-9]+ +$NUM +$NUM +${NUM}x\$" 2 "rows of the ib_$t table"
+	for s in $sizes; do
+		assert_has "$TABLE" "^ +$s +$NUM +$NUM +${NUM}x\$" "the $s-byte row of ib_$t"
+	done
+done
+out_has "^verdict: bandwidth (MET|MISSED): worst ${NUM}x TCP $RUN_OF, aim >= 0\.9x; \
+small-message latency (MET|MISSED): worst ${NUM}x TCP $RUN_OF, aim <= 1\.3x\$"
+pass "four tables with two sizes each and the verdict"
+
+CSV=$(cat "$T_TMP/figures.csv")
+assert_eq "$(printf '%s\n' "$CSV" | head -1)" "test,bytes,metric,unit,swiw,tcp,ratio" "CSV header"
+assert_count "$CSV" \
+	"^ib_[a-z]+_(lat,[0-9]+,t_typical,usec|bw,[0-9]+,bw_average,MiB/s),$NUM,$NUM,[0-9.]+\$" \
+	8 "CSV rows"
+assert_has "$(cat "$T_TMP/figures.gp")" '^\$write_bw << EOD$' "gnuplot script"
+pass "CSV with 8 rows, gnuplot script with the data"
+
+# A run that fails must fail the benchmark, saying which.
+run bash "$BENCH" --build "$SWIW_BUILD" -n 5 -t send_lat -s 1 --device swiw_nosuch --timeout 20
+assert_rc 1 "perf_vs_tcp.sh on a device that does not exist"
+err_has "^perf_vs_tcp: error: ib_send_lat -s 1 over swiw"
+out_lacks "^verdict:"
+pass "a failed perftest run fails the benchmark with a clear message"
+
+run bash "$BENCH" --build "$SWIW_BUILD" --sizes 0
+assert_rc 2 "perf_vs_tcp.sh --sizes 0"
+err_has "bad size list '0'"
+pass "a bad size list is a usage error"

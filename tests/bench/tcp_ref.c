@@ -1,0 +1,626 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * The plain-TCP reference for perf_vs_tcp.sh: the transfers perftest makes,
+ * over one TCP connection with TCP_NODELAY, reported as perftest reports
+ * them, so the two can stand side by side.
+ *
+ *   lat  ping-pong of S-byte messages, N timed round trips (after a short
+ *        warm-up); one-way latency = RTT / 2, as ib_send_lat and
+ *        ib_write_lat print it: minimum, typical (median), average, 99th
+ *        percentile, in usec.
+ *   bw   the client streams S-byte messages for N iterations or D seconds
+ *        and then closes its sending side; the server counts the octets up
+ *        to the end of the stream (reading up to 64 KiB a call, as TCP
+ *        keeps no message boundaries) and answers with the count. MB/s is
+ *        octets / 2^20 over the time from the first send to that answer,
+ *        as perftest's "BW average" is from the first post to the last
+ *        completion (its MB is 2^20, format_factor 0x100000).
+ *
+ * Both ends poll as perftest polls its CQ: non-blocking calls, spinning
+ * on EAGAIN, but yielding the CPU at each turn and only for a spin budget
+ * (50 us, as long as swiw's engine spins) before they block in poll().
+ * With a CPU each that is busy polling; when both ends share one CPU (two
+ * vCPUs shared with other work) a plain spinner would hold the CPU its
+ * peer needs for a time slice: 4 ms one-way instead of 6 us for 64 B.
+ * -P spins (and yields) for ever, -B blocks in send/recv.
+ * The client tells the server the mode, size and count, so the server
+ * needs only its port.
+ *
+ * Usage: tcp_ref [options] lat|bw            server
+ *        tcp_ref [options] lat|bw HOST       client
+ */
+#include <endian.h>
+#include <errno.h>
+#include <getopt.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SWIW_TR_MAGIC 0x53575452u /* "SWTR" */
+#define SWIW_TR_MAX_SIZE (1u << 30)
+#define SWIW_TR_MAX_ITERS 100000000u
+#define SWIW_TR_RX_CHUNK 65536u
+
+enum swiw_tr_mode {
+	SWIW_TR_LAT = 1,
+	SWIW_TR_BW = 2
+};
+
+struct swiw_tr_opts {
+	enum swiw_tr_mode mode;
+	const char *host; /* NULL: server */
+	const char *port;
+	const char *bind_addr;
+	uint32_t size;
+	uint32_t iters;
+	uint32_t warmup;
+	double duration; /* bw: seconds instead of iters when > 0 */
+};
+
+/* What the client sends first, in network byte order. */
+struct swiw_tr_hello {
+	uint32_t magic;
+	uint32_t mode;
+	uint32_t size;
+	uint32_t iters;
+	uint32_t warmup;
+};
+
+static const char *prog = "tcp_ref";
+static bool blocking;
+static double spin_s = 50e-6; /* < 0: for ever */
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: %s [options] lat|bw         run the server (one connection)\n"
+		"       %s [options] lat|bw HOST    run the client against HOST\n"
+		"\n"
+		"  lat  ping-pong of SIZE-byte messages; prints one-way latency (RTT/2)\n"
+		"       in usec: t_min, t_typical (median), t_avg, 99%% percentile\n"
+		"  bw   stream SIZE-byte messages; prints BW average in MB/sec (MB = 2^20)\n"
+		"       and the message rate in Mpps\n"
+		"\n"
+		"Options (the client's -s, -n, -w and -D are the ones used):\n"
+		"  -p, --port PORT       TCP port (default 18515)\n"
+		"  -b, --bind ADDR       server: listen on ADDR only (default: all)\n"
+		"  -s, --size BYTES      message size, 1..%u\n"
+		"                        (default 2 for lat, 65536 for bw)\n"
+		"  -n, --iters N         timed iterations\n"
+		"                        (default 1000 for lat, 5000 for bw)\n"
+		"  -w, --warmup N        lat: untimed round trips first (default 16)\n"
+		"  -D, --duration SEC    bw: stream for SEC seconds instead of N messages\n"
+		"  -S, --spin USEC       spin this long on a socket that is not ready\n"
+		"                        before blocking in poll() (default 50)\n"
+		"  -P, --busy-poll       spin for ever, never block\n"
+		"  -B, --blocking        block in send/recv at once\n"
+		"  -h, --help            this text\n",
+		prog, prog, SWIW_TR_MAX_SIZE);
+}
+
+static double swiw_tr_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Parses a whole decimal number in [lo, hi]; false if it is not one. */
+static bool parse_u32(const char *s, uint32_t lo, uint32_t hi, uint32_t *v)
+{
+	unsigned long long x;
+	char *end;
+
+	if (*s < '0' || *s > '9')
+		return false;
+	errno = 0;
+	x = strtoull(s, &end, 10);
+	if (errno || *end || x < lo || x > hi)
+		return false;
+	*v = (uint32_t)x;
+	return true;
+}
+
+/*
+ * After EAGAIN on @fd: spins until the budget from the first EAGAIN
+ * (*@spin_end, 0 when not spinning) is used up, then blocks in poll()
+ * for @events. False with errno set if poll() fails.
+ */
+static bool wait_ready(int fd, short events, double *spin_end)
+{
+	struct pollfd pfd = { .fd = fd, .events = events };
+	double t;
+
+	/* the peer may be waiting for this CPU: let it run first */
+	sched_yield();
+	if (spin_s < 0)
+		return true;
+	t = swiw_tr_now();
+	if (!*spin_end)
+		*spin_end = t + spin_s;
+	if (t < *spin_end)
+		return true;
+	*spin_end = 0;
+	return poll(&pfd, 1, -1) >= 0 || errno == EINTR;
+}
+
+/* Sends all @len octets; false with errno set on failure. */
+static bool send_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+	double spin_end = 0;
+	ssize_t n;
+
+	while (len) {
+		n = send(fd, p, len,
+			 blocking ? MSG_NOSIGNAL : MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN &&
+			    wait_ready(fd, POLLOUT, &spin_end))
+				continue;
+			return false;
+		}
+		spin_end = 0;
+		p += n;
+		len -= (size_t)n;
+	}
+	return true;
+}
+
+/*
+ * Receives all @len octets; false with errno set on failure, errno 0 if
+ * the peer closed the connection first.
+ */
+static bool recv_all(int fd, void *buf, size_t len)
+{
+	double spin_end = 0;
+	char *p = buf;
+	ssize_t n;
+
+	while (len) {
+		n = recv(fd, p, len, blocking ? 0 : MSG_DONTWAIT);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN &&
+			    wait_ready(fd, POLLIN, &spin_end))
+				continue;
+			return false;
+		}
+		spin_end = 0;
+		if (n == 0) {
+			errno = 0;
+			return false;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return true;
+}
+
+static void report_io(const char *what, int err)
+{
+	if (err)
+		fprintf(stderr, "%s: %s: %s\n", prog, what, strerror(err));
+	else
+		fprintf(stderr, "%s: %s: the peer closed the connection\n",
+			prog, what);
+}
+
+static int set_nodelay(int fd)
+{
+	int one = 1;
+
+	if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one))) {
+		fprintf(stderr, "%s: setsockopt(TCP_NODELAY): %s\n", prog,
+			strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* A connected (client) or listening (server) socket, or -1. */
+static int open_socket(const struct swiw_tr_opts *o)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res, *ai;
+	const char *node = o->host ? o->host : o->bind_addr;
+	int fd = -1, err = 0, rc, one = 1;
+
+	if (!o->host)
+		hints.ai_flags = AI_PASSIVE;
+	rc = getaddrinfo(node, o->port, &hints, &res);
+	if (rc) {
+		fprintf(stderr, "%s: %s port %s: %s\n", prog,
+			node ? node : "(any)", o->port, gai_strerror(rc));
+		return -1;
+	}
+	for (ai = res; ai; ai = ai->ai_next) {
+		fd = socket(ai->ai_family, ai->ai_socktype, ai->ai_protocol);
+		if (fd < 0) {
+			err = errno;
+			continue;
+		}
+		if (o->host) {
+			if (!connect(fd, ai->ai_addr, ai->ai_addrlen))
+				break;
+		} else if (!setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one,
+				       sizeof(one)) &&
+			   !bind(fd, ai->ai_addr, ai->ai_addrlen) &&
+			   !listen(fd, 1)) {
+			break;
+		}
+		err = errno;
+		close(fd);
+		fd = -1;
+	}
+	freeaddrinfo(res);
+	if (fd < 0)
+		fprintf(stderr, "%s: cannot %s %s port %s: %s\n", prog,
+			o->host ? "connect to" : "listen on",
+			node ? node : "(any)", o->port, strerror(err));
+	return fd;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Client side of lat: the timed round trips, then the report. */
+static int lat_client(int fd, const struct swiw_tr_opts *o, char *buf)
+{
+	double *rtt, t0, sum = 0;
+	uint32_t i, n = o->iters;
+
+	rtt = malloc(n * sizeof(*rtt));
+	if (!rtt) {
+		fprintf(stderr, "%s: out of memory for %u samples\n", prog, n);
+		return -1;
+	}
+	for (i = 0; i < o->warmup + n; i++) {
+		t0 = swiw_tr_now();
+		if (!send_all(fd, buf, o->size)) {
+			report_io("send", errno);
+			goto fail;
+		}
+		if (!recv_all(fd, buf, o->size)) {
+			report_io("recv", errno);
+			goto fail;
+		}
+		if (i >= o->warmup)
+			rtt[i - o->warmup] = swiw_tr_now() - t0;
+	}
+	for (i = 0; i < n; i++)
+		sum += rtt[i];
+	qsort(rtt, n, sizeof(*rtt), cmp_double);
+	/* one-way = RTT/2, in usec */
+	printf(" #bytes #iterations t_min[usec] t_typical[usec] t_avg[usec] "
+	       "99%%_percentile[usec]\n");
+	printf(" %-6u %-11u %-11.2f %-15.2f %-11.2f %.2f\n", o->size, n,
+	       rtt[0] * 0.5e6, rtt[n / 2] * 0.5e6, sum / n * 0.5e6,
+	       rtt[(size_t)((n - 1) * 0.99)] * 0.5e6);
+	free(rtt);
+	return 0;
+fail:
+	free(rtt);
+	return -1;
+}
+
+/* Server side of lat: echo every message back. */
+static int lat_server(int fd, const struct swiw_tr_opts *o, char *buf)
+{
+	uint32_t i;
+
+	for (i = 0; i < o->warmup + o->iters; i++) {
+		if (!recv_all(fd, buf, o->size)) {
+			report_io("recv", errno);
+			return -1;
+		}
+		if (!send_all(fd, buf, o->size)) {
+			report_io("send", errno);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Client side of bw: stream, close the sending side, wait for the count. */
+static int bw_client(int fd, const struct swiw_tr_opts *o, char *buf)
+{
+	uint64_t sent = 0, count, msgs = 0;
+	double t0, t, end;
+
+	t0 = swiw_tr_now();
+	end = t0 + o->duration;
+	for (;;) {
+		if (o->duration > 0 ? swiw_tr_now() >= end : msgs == o->iters)
+			break;
+		if (!send_all(fd, buf, o->size)) {
+			report_io("send", errno);
+			return -1;
+		}
+		sent += o->size;
+		msgs++;
+	}
+	if (shutdown(fd, SHUT_WR)) {
+		fprintf(stderr, "%s: shutdown: %s\n", prog, strerror(errno));
+		return -1;
+	}
+	if (!recv_all(fd, &count, sizeof(count))) {
+		report_io("recv of the server's count", errno);
+		return -1;
+	}
+	t = swiw_tr_now() - t0;
+	count = be64toh(count);
+	if (count != sent) {
+		fprintf(stderr, "%s: the server received %llu octets of %llu\n",
+			prog, (unsigned long long)count,
+			(unsigned long long)sent);
+		return -1;
+	}
+	printf(" #bytes #iterations BW_average[MB/sec] MsgRate[Mpps]\n");
+	printf(" %-6u %-11llu %-18.2f %.6f\n", o->size,
+	       (unsigned long long)msgs, (double)sent / t / (1 << 20),
+	       (double)msgs / t / 1e6);
+	return 0;
+}
+
+/* Server side of bw: count octets to the end of the stream, answer. */
+static int bw_server(int fd, char *buf, size_t buf_len)
+{
+	uint64_t count = 0;
+	double spin_end = 0;
+	ssize_t n;
+
+	for (;;) {
+		n = recv(fd, buf, buf_len, blocking ? 0 : MSG_DONTWAIT);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN &&
+			    wait_ready(fd, POLLIN, &spin_end))
+				continue;
+			report_io("recv", errno);
+			return -1;
+		}
+		if (n == 0)
+			break;
+		spin_end = 0;
+		count += (uint64_t)n;
+	}
+	count = htobe64(count);
+	if (!send_all(fd, &count, sizeof(count))) {
+		report_io("send of the count", errno);
+		return -1;
+	}
+	return 0;
+}
+
+/* The server learns the parameters from the client's hello. */
+static int server_hello(int fd, struct swiw_tr_opts *o)
+{
+	struct swiw_tr_hello h;
+	uint32_t mode;
+
+	if (!recv_all(fd, &h, sizeof(h))) {
+		report_io("recv of the client's parameters", errno);
+		return -1;
+	}
+	mode = ntohl(h.mode);
+	if (ntohl(h.magic) != SWIW_TR_MAGIC) {
+		fprintf(stderr, "%s: the client is not a %s client\n", prog,
+			prog);
+		return -1;
+	}
+	if (mode != o->mode) {
+		fprintf(stderr, "%s: the client runs %s, this server %s\n",
+			prog, mode == SWIW_TR_LAT ? "lat" : "bw",
+			o->mode == SWIW_TR_LAT ? "lat" : "bw");
+		return -1;
+	}
+	o->size = ntohl(h.size);
+	o->iters = ntohl(h.iters);
+	o->warmup = ntohl(h.warmup);
+	if (!o->size || o->size > SWIW_TR_MAX_SIZE ||
+	    o->iters > SWIW_TR_MAX_ITERS || o->warmup > SWIW_TR_MAX_ITERS) {
+		fprintf(stderr,
+			"%s: the client's parameters are out of range\n", prog);
+		return -1;
+	}
+	return 0;
+}
+
+static int run(struct swiw_tr_opts *o)
+{
+	struct swiw_tr_hello h;
+	int fd, lfd = -1, rc = -1;
+	char *buf = NULL;
+	size_t buf_len;
+
+	fd = open_socket(o);
+	if (fd < 0)
+		return -1;
+	if (!o->host) {
+		lfd = fd;
+		do
+			fd = accept(lfd, NULL, NULL);
+		while (fd < 0 && errno == EINTR);
+		if (fd < 0) {
+			fprintf(stderr, "%s: accept: %s\n", prog,
+				strerror(errno));
+			goto out;
+		}
+	}
+	if (set_nodelay(fd))
+		goto out;
+	if (!o->host) {
+		if (server_hello(fd, o))
+			goto out;
+	} else {
+		h.magic = htonl(SWIW_TR_MAGIC);
+		h.mode = htonl(o->mode);
+		h.size = htonl(o->size);
+		/* a timed bw run tells no count: the server reads to the end */
+		h.iters = htonl(o->iters);
+		h.warmup = htonl(o->warmup);
+		if (!send_all(fd, &h, sizeof(h))) {
+			report_io("send of the parameters", errno);
+			goto out;
+		}
+	}
+	/*
+	 * TCP keeps no message boundaries: the bw receiver takes whatever has
+	 * arrived, up to 64 KiB a call, as a streaming TCP reader would.
+	 */
+	buf_len = o->size;
+	if (o->mode == SWIW_TR_BW && !o->host && buf_len < SWIW_TR_RX_CHUNK)
+		buf_len = SWIW_TR_RX_CHUNK;
+	buf = malloc(buf_len);
+	if (!buf) {
+		fprintf(stderr, "%s: out of memory for a %zu-byte buffer\n",
+			prog, buf_len);
+		goto out;
+	}
+	memset(buf, 0x5a, buf_len);
+	if (o->mode == SWIW_TR_LAT)
+		rc = o->host ? lat_client(fd, o, buf) : lat_server(fd, o, buf);
+	else
+		rc = o->host ? bw_client(fd, o, buf) :
+			       bw_server(fd, buf, buf_len);
+out:
+	free(buf);
+	if (fd >= 0)
+		close(fd);
+	if (lfd >= 0)
+		close(lfd);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "port", required_argument, NULL, 'p' },
+		{ "bind", required_argument, NULL, 'b' },
+		{ "size", required_argument, NULL, 's' },
+		{ "iters", required_argument, NULL, 'n' },
+		{ "warmup", required_argument, NULL, 'w' },
+		{ "duration", required_argument, NULL, 'D' },
+		{ "spin", required_argument, NULL, 'S' },
+		{ "busy-poll", no_argument, NULL, 'P' },
+		{ "blocking", no_argument, NULL, 'B' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct swiw_tr_opts o = { .port = "18515", .warmup = 16 };
+	bool have_size = false, have_iters = false;
+	uint32_t port, spin_us;
+	char *end;
+	int c;
+
+	if (argc > 0 && argv[0][0])
+		prog = argv[0];
+	while ((c = getopt_long(argc, argv, "p:b:s:n:w:D:S:PBh", longopts,
+				NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			if (!parse_u32(optarg, 1, 65535, &port))
+				goto bad_value;
+			o.port = optarg;
+			break;
+		case 'b':
+			o.bind_addr = optarg;
+			break;
+		case 's':
+			if (!parse_u32(optarg, 1, SWIW_TR_MAX_SIZE, &o.size))
+				goto bad_value;
+			have_size = true;
+			break;
+		case 'n':
+			if (!parse_u32(optarg, 1, SWIW_TR_MAX_ITERS, &o.iters))
+				goto bad_value;
+			have_iters = true;
+			break;
+		case 'w':
+			if (!parse_u32(optarg, 0, SWIW_TR_MAX_ITERS, &o.warmup))
+				goto bad_value;
+			break;
+		case 'D':
+			errno = 0;
+			o.duration = strtod(optarg, &end);
+			if (errno || *end || end == optarg ||
+			    !(o.duration > 0 && o.duration <= 3600))
+				goto bad_value;
+			break;
+		case 'S':
+			if (!parse_u32(optarg, 0, 10000000, &spin_us))
+				goto bad_value;
+			spin_s = spin_us * 1e-6;
+			break;
+		case 'P':
+			spin_s = -1;
+			break;
+		case 'B':
+			blocking = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind >= argc || optind + 2 < argc) {
+		fprintf(stderr,
+			"%s: expected lat or bw, then HOST for a client\n",
+			prog);
+		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(argv[optind], "lat")) {
+		o.mode = SWIW_TR_LAT;
+	} else if (!strcmp(argv[optind], "bw")) {
+		o.mode = SWIW_TR_BW;
+	} else {
+		fprintf(stderr, "%s: unknown mode '%s' (lat or bw)\n", prog,
+			argv[optind]);
+		return 2;
+	}
+	if (optind + 1 < argc)
+		o.host = argv[optind + 1];
+	if (o.duration > 0 && o.mode != SWIW_TR_BW) {
+		fprintf(stderr, "%s: -D applies to bw only\n", prog);
+		return 2;
+	}
+	if (o.duration > 0 && have_iters) {
+		fprintf(stderr, "%s: give -n or -D, not both\n", prog);
+		return 2;
+	}
+	if (!have_size)
+		o.size = o.mode == SWIW_TR_LAT ? 2 : 65536;
+	if (!have_iters)
+		o.iters = o.mode == SWIW_TR_LAT ? 1000 : 5000;
+	if (o.duration > 0)
+		o.iters = 0;
+	return run(&o) ? 1 : 0;
+
+bad_value:
+	fprintf(stderr, "%s: bad value '%s' for -%c\n", prog, optarg, c);
+	usage(stderr);
+	return 2;
+}
