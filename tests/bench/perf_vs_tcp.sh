@@ -259,8 +259,8 @@ done
 SWIW=("$SWIW_RUN")
 if [ -n "${SWIW_TEST_PRELOAD:-}" ]; then
 	[ -r "$SWIW_TEST_PRELOAD" ] || die "SWIW_TEST_PRELOAD=$SWIW_TEST_PRELOAD is not readable"
-	SWIW=(env "LD_PRELOAD=$SWIW_TEST_PRELOAD${LD_PRELOAD:+:$LD_PRELOAD}"
-		"ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" "$SWIW_RUN")
+	SWIW=(env "ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+		"$SWIW_RUN" --preload "$SWIW_TEST_PRELOAD")
 fi
 
 # --- scratch space and cleanup ----------------------------------------------------
