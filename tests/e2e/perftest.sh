@@ -34,10 +34,13 @@ pair ib_send_lat "$LAT" -x 0 -n 500 -s 256 -I 512
 pair ib_write_lat "$LAT" -x 0 -n 500 -s 64 -I 512
 pair ib_write_bw "$BW" -x 0 -n 500 -s 512 -I 512
 
-# Completion channels (perftest refuses -e for the Write tests, whose
-# receivers poll memory).
+# Completion channels. perftest refuses -e for the Write tests, whose
+# receivers poll memory. ib_send_bw -e is left out: its iWARP credit
+# scheme can stop the client on its send CQ with every Send completed,
+# while the credit that would let it go on arrives as an RDMA Write to
+# its memory, which raises no completion; it waits for ever on any
+# iWARP device whose Sends complete once handed to TCP (siw's do too).
 pair ib_send_lat "$LAT" -x 0 -n 500 -e
-PD_LEAK=1 pair ib_send_bw "$BW" -x 0 -n 500 -e
 pair ib_read_bw "$BW" -x 0 -n 500 -e
 pair ib_read_lat "$LAT" -x 0 -n 500 -e
 pair ib_atomic_bw "$BW" -x 0 -n 500 -e
