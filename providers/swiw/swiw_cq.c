@@ -7,7 +7,6 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <unistd.h>
 
 #include "swiw.h"
 
@@ -171,54 +170,21 @@ int swiw_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 	return n;
 }
 
-/* A pending completion the arming @want would have woken for. */
-static bool cq_pending(struct swiw_cq *cq, uint32_t want)
-{
-	bool hit = false;
-	uint32_t i;
-
-	pthread_spin_lock(&cq->poll_lock);
-	for (i = 0; i < cq->ring.num && !hit; i++) {
-		const struct swiw_cqe *e =
-			swiw_ring_slot(&cq->ring, cq->ring.pos + i);
-
-		if (!(swiw_ring_load_flags(&cq->ring, e) & SWIW_SLOT_VALID))
-			break;
-		hit = want == SWIW_NOTIFY_NEXT ||
-		      (e->flags & SWIW_CQE_SOLICITED) ||
-		      e->status != IBV_WC_SUCCESS;
-	}
-	pthread_spin_unlock(&cq->poll_lock);
-	return hit;
-}
-
 /*
- * Arms the CQ for its next completion. One that is already there and not
- * polled yet fires the event at once, as the hardware's arm against its
- * consumer index does: perftest -e waits, arms, then polls one batch, and
- * would otherwise wait for ever on completions it left in the CQ. The
- * full fence pairs with the engine's after it publishes a CQE, so that
- * either it sees the arm or we see its CQE.
+ * Arms the CQ for the next completion added to it (verbs' semantics:
+ * one already there does not count; the application polls after arming
+ * to catch those). The full fence pairs with the engine's after it
+ * publishes a CQE, so that a CQE added after the arm always sees it.
  */
 int swiw_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 {
 	struct swiw_cq *cq = to_swiw_cq(ibcq);
-	uint32_t want = solicited_only ? SWIW_NOTIFY_SOLICITED :
-					 SWIW_NOTIFY_NEXT;
-	struct ibv_comp_channel *ch = ibcq->channel;
-	uint64_t rec = (uintptr_t)ibcq;
 
-	__atomic_store_n(&cq->ctrl->notify, want, __ATOMIC_RELEASE);
+	__atomic_store_n(&cq->ctrl->notify,
+			 solicited_only ? SWIW_NOTIFY_SOLICITED :
+					  SWIW_NOTIFY_NEXT,
+			 __ATOMIC_RELEASE);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (!ch || !cq_pending(cq, want))
-		return 0;
-	if (!__atomic_compare_exchange_n(&cq->ctrl->notify, &want,
-					 SWIW_NOTIFY_NOT, false,
-					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-		return 0; /* the engine fired it */
-	if (write(swiw_container_of(ch, struct swiw_comp_channel, ibv_ch)->wfd,
-		  &rec, sizeof(rec)) != sizeof(rec))
-		swiw_warn("completion channel full: a CQ event was lost");
 	return 0;
 }
 

@@ -149,7 +149,6 @@ static bool eng_trylock(void)
 void swiw_engine_sq_posted(struct swiw_qp *qp)
 {
 	if (eng_poll_mode && eng_trylock()) {
-		__atomic_store_n(&last_poll_ns, now_ns(), __ATOMIC_RELAXED);
 		if (qp->stream)
 			swiw_stream_pump(qp->stream, SWIW_ENG_DIRECT_TX);
 		swiw_eng_unlock();

@@ -219,6 +219,15 @@ static void on_hdr(struct swiw_stream *s)
 	uint32_t hl, ulen = swiw_fpdu_rx_ulpdu_len(&s->frx);
 	int rc;
 
+	/*
+	 * Large FPDUs come in runs (bulk transfers, see swiw_rx_pump), with
+	 * a short one ending each message that MULPDU split: only a run of
+	 * short ones means small messages.
+	 */
+	if (ulen >= DIRECT_MIN)
+		s->rx_small_run = 0;
+	else if (s->rx_small_run < RX_SMALL_RUN)
+		s->rx_small_run++;
 	h = swiw_fpdu_rx_hdr(&s->frx, &hl);
 	s->seg_ok = false;
 	rc = swiw_ddp_rx_segment(&s->drx, h, ulen, &s->seg, &s->dst, &v);
@@ -452,16 +461,45 @@ void swiw_rx_pump(struct swiw_stream *s)
 			    st.len >= DIRECT_MIN && st.off >= s->seg.hdr_len)
 				d = dest_of(s, st.off - s->seg.hdr_len, &room);
 			if (d && room >= DIRECT_MIN) {
-				r = recv(s->fd, d,
-					 room < st.len ? room : st.len,
-					 MSG_DONTWAIT);
+				/*
+				 * The payload straight into place and, in the
+				 * same call, the trailer and the next header
+				 * into the stage: one recv per FPDU.
+				 */
+				struct iovec v[2] = {
+					{ d, room < st.len ? room : st.len },
+					{ s->stage, RX_TAIL },
+				};
+				struct msghdr mh = { .msg_iov = v,
+						     .msg_iovlen = 2 };
+
+				r = recvmsg(s->fd, &mh, MSG_DONTWAIT);
 				if (r > 0) {
-					rx_feed(s, d, (uint32_t)r);
+					uint32_t n = (uint32_t)r;
+
+					if (n > v[0].iov_len) {
+						s->st_head = 0;
+						s->st_tail =
+							n -
+							(uint32_t)v[0].iov_len;
+						n = (uint32_t)v[0].iov_len;
+					}
+					rx_feed(s, d, n);
 					continue;
 				}
 			} else {
-				r = recv(s->fd, s->stage, STAGE_SIZE,
-					 MSG_DONTWAIT);
+				/*
+				 * After a large FPDU, take just this step
+				 * and the next header, so that the next
+				 * payload is received straight into place
+				 * rather than copied out of the stage.
+				 */
+				uint32_t want = STAGE_SIZE;
+
+				if (s->rx_small_run < RX_SMALL_RUN &&
+				    st.len + PEEK < want)
+					want = st.len + PEEK;
+				r = recv(s->fd, s->stage, want, MSG_DONTWAIT);
 				if (r > 0) {
 					s->st_head = 0;
 					s->st_tail = (uint32_t)r;

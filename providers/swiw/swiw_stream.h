@@ -23,6 +23,8 @@
 #define STAGE_SIZE (256 * 1024)
 #define DIRECT_MIN 2048 /* payload runs received straight into place */
 #define PEEK SWIW_FPDU_PEEK_MAX
+#define RX_SMALL_RUN 4 /* short FPDUs in a row: staged reads pay off */
+#define RX_TAIL (8 + PEEK) /* pad, CRC and the next FPDU's header */
 
 struct seg_src {
 	uint8_t *addr;
@@ -149,6 +151,7 @@ struct swiw_stream {
 	uint8_t *stage;
 	uint32_t st_head, st_tail;
 	bool seg_ok; /* the current segment passed validation */
+	uint8_t rx_small_run; /* short FPDUs in a row, up to RX_SMALL_RUN */
 	struct swiw_ddp_seg seg;
 	struct swiw_ddp_dest dst;
 	struct swiw_mem_ref tref; /* the region of the current segment */
