@@ -921,6 +921,79 @@ static void test_cq_overflow(void **state)
 	assert_int_equal(ibv_destroy_cq(cq), 0);
 }
 
+/* A CQ armed for solicited events wakes for a Send with SE, not without. */
+static void test_solicited(void **state)
+{
+	struct fx *f = *state;
+	struct ibv_comp_channel *ch = ibv_create_comp_channel(f->ctx);
+	struct ibv_cq *rcq = ibv_create_cq(f->ctx, 16, (void *)9, ch, 0);
+	struct ibv_qp_init_attr qa = { .send_cq = f->b.scq,
+				       .recv_cq = rcq,
+				       .cap = { .max_send_wr = 4,
+						.max_recv_wr = 4,
+						.max_send_sge = 1,
+						.max_recv_sge = 1 },
+				       .qp_type = IBV_QPT_RC };
+	struct ibv_sge sge = { (uintptr_t)f->a.src, 32, f->a.smr->lkey };
+	struct pollfd p;
+	struct ibv_qp *rq, *sq;
+	struct ibv_cq *evcq;
+	struct ibv_wc wc[2];
+	void *evctx;
+	int i;
+
+	assert_non_null(rcq);
+	rq = ibv_create_qp(f->pd, &qa);
+	qa.send_cq = f->a.scq;
+	qa.recv_cq = f->a.rcq;
+	sq = ibv_create_qp(f->pd, &qa);
+	assert_non_null(rq);
+	assert_non_null(sq);
+	assert_int_equal(verbs_to_rts(sq, rq->qp_num), 0);
+	assert_int_equal(verbs_to_rts(rq, sq->qp_num), 0);
+	for (i = 0; i < 2; i++) {
+		struct ibv_sge rs = { (uintptr_t)f->b.dst + i * 64u, 64,
+				      f->b.dmr->lkey };
+		struct ibv_recv_wr rw = { .wr_id = (uint64_t)i,
+					  .sg_list = &rs,
+					  .num_sge = 1 },
+				   *bad;
+
+		assert_int_equal(ibv_post_recv(rq, &rw, &bad), 0);
+	}
+	assert_int_equal(ibv_req_notify_cq(rcq, 1), 0);
+	p = (struct pollfd){ .fd = ch->fd, .events = POLLIN };
+	{
+		struct ibv_send_wr w = { .wr_id = 1,
+					 .sg_list = &sge,
+					 .num_sge = 1,
+					 .opcode = IBV_WR_SEND,
+					 .send_flags = IBV_SEND_SIGNALED },
+				   *bad;
+
+		assert_int_equal(ibv_post_send(sq, &w, &bad), 0);
+		assert_int_equal(wait_cq(f->a.scq, wc, 1), 1);
+		/* Received, but not solicited: no event. */
+		assert_int_equal(poll(&p, 1, 300), 0);
+		w.wr_id = 2;
+		w.send_flags |= IBV_SEND_SOLICITED;
+		assert_int_equal(ibv_post_send(sq, &w, &bad), 0);
+	}
+	assert_int_equal(poll(&p, 1, 5000), 1);
+	assert_int_equal(ibv_get_cq_event(ch, &evcq, &evctx), 0);
+	assert_ptr_equal(evcq, rcq);
+	assert_ptr_equal(evctx, (void *)9);
+	ibv_ack_cq_events(rcq, 1);
+	assert_int_equal(wait_cq(rcq, wc, 2), 2);
+	check_wc(&wc[0], 0, IBV_WC_RECV, 32);
+	check_wc(&wc[1], 1, IBV_WC_RECV, 32);
+	assert_int_equal(wait_cq(f->a.scq, wc, 1), 1);
+	assert_int_equal(ibv_destroy_qp(sq), 0);
+	assert_int_equal(ibv_destroy_qp(rq), 0);
+	assert_int_equal(ibv_destroy_cq(rcq), 0);
+	assert_int_equal(ibv_destroy_comp_channel(ch), 0);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void)
@@ -946,6 +1019,7 @@ int main(void)
 		T(test_send_inv_bad),
 		T(test_srq_limit),
 		T(test_cq_overflow),
+		T(test_solicited),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
