@@ -252,3 +252,29 @@ wait_until() {
 re_quote() {
 	printf '%s' "$1" | sed 's/[][\.*^$?+(){}|/]/\\&/g'
 }
+
+# veth_pair NSA DEVA ADDRA NSB DEVB ADDRB: two new network namespaces
+# joined by a veth pair with IPv4 addresses (/24, so GID 0 is
+# ::ffff:ADDR), lo up in each; removed, with what runs in them, at exit.
+veth_pair() {
+	local ns dev a n
+
+	[ "$(id -u)" -eq 0 ] ||
+		fail "network namespaces need root; refusing to skip"
+	for ns in "$1" "$4"; do
+		ip netns add "$ns" || fail "cannot create network namespace $ns"
+		on_exit "ip netns del '$ns'"
+		on_exit "ip netns pids '$ns' | xargs -r kill"
+	done
+	ip -n "$1" link add "$2" type veth peer name "$5" netns "$4" ||
+		fail "cannot create the veth pair"
+	for n in "$1:$2:$3" "$4:$5:$6"; do
+		IFS=: read -r ns dev a <<<"$n"
+		# IPv4 only: GID 0 is ::ffff:$a.
+		ip -n "$ns" link set "$dev" addrgenmode none ||
+			fail "addrgenmode $dev"
+		ip -n "$ns" addr add "$a/24" dev "$dev" || fail "address on $dev"
+		ip -n "$ns" link set "$dev" up || fail "$dev up"
+		ip -n "$ns" link set lo up || fail "lo up in $ns"
+	done
+}

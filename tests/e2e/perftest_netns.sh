@@ -14,22 +14,7 @@ need_root
 
 NSA=swiw-pt-$$-$RANDOM
 NSB=$NSA-b
-ip netns add "$NSA" || fail "cannot create network namespace $NSA"
-on_exit "ip netns del '$NSA'"
-ip netns add "$NSB" || fail "cannot create network namespace $NSB"
-on_exit "ip netns del '$NSB'"
-on_exit "ip netns pids '$NSA' | xargs -r kill"
-on_exit "ip netns pids '$NSB' | xargs -r kill"
-ip -n "$NSA" link add pta type veth peer name ptb netns "$NSB" ||
-	fail "cannot create the veth pair"
-for n in "$NSA:pta:10.22.0.1" "$NSB:ptb:10.22.0.2"; do
-	IFS=: read -r ns dev a <<<"$n"
-	# IPv4 only: GID 0 is ::ffff:$a.
-	ip -n "$ns" link set "$dev" addrgenmode none || fail "addrgenmode $dev"
-	ip -n "$ns" addr add "$a/24" dev "$dev" || fail "address on $dev"
-	ip -n "$ns" link set "$dev" up || fail "$dev up"
-	ip -n "$ns" link set lo up || fail "lo up in $ns"
-done
+veth_pair "$NSA" pta 10.22.0.1 "$NSB" ptb 10.22.0.2
 
 # perftest refuses a port that is not active: wait for the veth carrier.
 port_active() {

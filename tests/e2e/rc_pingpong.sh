@@ -73,25 +73,9 @@ pingpong "swiw_lo -s 65536" "${LO[@]}" -s 65536
 pingpong "swiw_lo -e" "${LO[@]}" -e
 
 # --- two namespaces joined by veth ---------------------------------------
-if [ "$(id -u)" -ne 0 ]; then
-	fail "the namespace part must run as root; refusing to skip"
-fi
 NSA=swiw-pp-$$-$RANDOM
 NSB=$NSA-b
-ip netns add "$NSA" || fail "cannot create network namespace $NSA"
-on_exit "ip netns del '$NSA'"
-ip netns add "$NSB" || fail "cannot create network namespace $NSB"
-on_exit "ip netns del '$NSB'"
-ip -n "$NSA" link add ppa type veth peer name ppb netns "$NSB" ||
-	fail "cannot create the veth pair"
-for n in "$NSA:ppa:10.21.0.1" "$NSB:ppb:10.21.0.2"; do
-	IFS=: read -r ns dev a <<<"$n"
-	# IPv4 only: GID 0 is ::ffff:$a.
-	ip -n "$ns" link set "$dev" addrgenmode none || fail "addrgenmode $dev"
-	ip -n "$ns" addr add "$a/24" dev "$dev" || fail "address on $dev"
-	ip -n "$ns" link set "$dev" up || fail "$dev up"
-	ip -n "$ns" link set lo up || fail "lo up in $ns"
-done
+veth_pair "$NSA" ppa 10.21.0.1 "$NSB" ppb 10.21.0.2
 
 VETH=("$NSA" swiw_ppa "$NSB" swiw_ppb 10.21.0.1)
 pingpong "veth" "${VETH[@]}"

@@ -20,6 +20,8 @@
 
 #include <infiniband/verbs.h>
 
+#include "verbs_test.h"
+
 #define RT_ACC                                              \
 	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
 	 IBV_ACCESS_REMOTE_READ)
@@ -70,30 +72,7 @@ static inline struct ibv_qp *rt_make_qp(struct ibv_pd *pd, struct ibv_cq *scq,
 static inline int rt_to_rts(struct ibv_qp *qp, const union ibv_gid *gid,
 			    uint32_t peer)
 {
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT,
-				 .port_num = 1,
-				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
-						    IBV_ACCESS_REMOTE_READ };
-
-	if (ibv_modify_qp(qp, &a,
-			  IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-				  IBV_QP_ACCESS_FLAGS))
-		return -1;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.dest_qp_num = peer;
-	a.max_dest_rd_atomic = 16;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.port_num = 1;
-	a.ah_attr.grh.dgid = *gid;
-	if (ibv_modify_qp(qp, &a,
-			  IBV_QP_STATE | IBV_QP_AV | IBV_QP_DEST_QPN |
-				  IBV_QP_MAX_DEST_RD_ATOMIC))
-		return -1;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.max_rd_atomic = 16;
-	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_MAX_QP_RD_ATOMIC);
+	return verbs_to_rts_gid(qp, gid, peer);
 }
 
 static inline int rt_set_state(struct ibv_qp *qp, enum ibv_qp_state st)

@@ -502,14 +502,13 @@ static void test_write_wrong_key_byte(void **state)
 	violation(f, &v);
 }
 
-/* A deregistered region's STag is invalid: RFC 5041 §7.2, 1/1/0. */
-static void test_write_dereg_mr(void **state)
+/* @op through the STag of a region of @buf that was deregistered. */
+static void dereg_violation(struct fx *f, enum ibv_wr_opcode op, uint8_t *buf)
 {
-	struct fx *f = *state;
-	struct ibv_mr *mr = ibv_reg_mr(f->pd, f->bdst, 8192, RT_ACC);
-	struct viol v = { .op = IBV_WR_RDMA_WRITE,
+	struct ibv_mr *mr = ibv_reg_mr(f->pd, buf, 8192, RT_ACC);
+	struct viol v = { .op = op,
 			  .len = 4096,
-			  .raddr = (uintptr_t)f->bdst,
+			  .raddr = (uintptr_t)buf,
 			  .a_status = IBV_WC_REM_ACCESS_ERR,
 			  .b_event = IBV_EVENT_QP_ACCESS_ERR };
 
@@ -519,22 +518,17 @@ static void test_write_dereg_mr(void **state)
 	violation(f, &v);
 }
 
+/* A deregistered region's STag is invalid: RFC 5041 §7.2, 1/1/0. */
+static void test_write_dereg_mr(void **state)
+{
+	dereg_violation(*state, IBV_WR_RDMA_WRITE, ((struct fx *)*state)->bdst);
+}
+
 /* The Read Request's source STag: RFC 5040 §7, Remote Protection Error
  * (0/0) code 0 Invalid STag -> REM_ACCESS_ERR. */
 static void test_read_dereg_mr(void **state)
 {
-	struct fx *f = *state;
-	struct ibv_mr *mr = ibv_reg_mr(f->pd, f->bsrc, 8192, RT_ACC);
-	struct viol v = { .op = IBV_WR_RDMA_READ,
-			  .len = 4096,
-			  .raddr = (uintptr_t)f->bsrc,
-			  .a_status = IBV_WC_REM_ACCESS_ERR,
-			  .b_event = IBV_EVENT_QP_ACCESS_ERR };
-
-	assert_non_null(mr);
-	v.rkey = mr->rkey;
-	assert_int_equal(ibv_dereg_mr(mr), 0);
-	violation(f, &v);
+	dereg_violation(*state, IBV_WR_RDMA_READ, ((struct fx *)*state)->bsrc);
 }
 
 /* RFC 5040 §7, 0/0 code 2 Access Rights Violation -> REM_ACCESS_ERR. */

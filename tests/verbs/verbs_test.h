@@ -24,10 +24,11 @@ static inline struct ibv_context *open_swiw_lo(struct ibv_device ***list)
 }
 
 /*
- * RESET to RTS against QP @peer of this host (::ffff:127.0.0.1, swiw_lo's
- * GID 0), as any verbs program connects: 0 or modify_qp's error.
+ * RESET to RTS against QP @peer at @gid, as any verbs program connects:
+ * 0 or modify_qp's error.
  */
-static inline int verbs_to_rts(struct ibv_qp *qp, uint32_t peer)
+static inline int verbs_to_rts_gid(struct ibv_qp *qp, const union ibv_gid *gid,
+				   uint32_t peer)
 {
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT,
 				 .port_num = 1,
@@ -45,9 +46,7 @@ static inline int verbs_to_rts(struct ibv_qp *qp, uint32_t peer)
 	a.max_dest_rd_atomic = 16;
 	a.ah_attr.is_global = 1;
 	a.ah_attr.port_num = 1;
-	a.ah_attr.grh.dgid.raw[10] = a.ah_attr.grh.dgid.raw[11] = 0xff;
-	a.ah_attr.grh.dgid.raw[12] = 127;
-	a.ah_attr.grh.dgid.raw[15] = 1;
+	a.ah_attr.grh.dgid = *gid;
 	if (ibv_modify_qp(qp, &a,
 			  IBV_QP_STATE | IBV_QP_AV | IBV_QP_DEST_QPN |
 				  IBV_QP_MAX_DEST_RD_ATOMIC))
@@ -56,6 +55,16 @@ static inline int verbs_to_rts(struct ibv_qp *qp, uint32_t peer)
 	a.qp_state = IBV_QPS_RTS;
 	a.max_rd_atomic = 16;
 	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+/* The same against QP @peer of this host (::ffff:127.0.0.1, swiw_lo). */
+static inline int verbs_to_rts(struct ibv_qp *qp, uint32_t peer)
+{
+	union ibv_gid lo = {
+		.raw = { [10] = 0xff, [11] = 0xff, [12] = 127, [15] = 1 }
+	};
+
+	return verbs_to_rts_gid(qp, &lo, peer);
 }
 
 #endif /* SWIW_VERBS_TEST_H */
