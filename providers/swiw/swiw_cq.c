@@ -173,8 +173,7 @@ int swiw_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 /*
  * Arms the CQ for the next completion added to it (verbs' semantics:
  * one already there does not count; the application polls after arming
- * to catch those). The full fence pairs with the engine's after it
- * publishes a CQE, so that a CQE added after the arm always sees it.
+ * to catch those).
  */
 int swiw_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 {
@@ -184,7 +183,6 @@ int swiw_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 			 solicited_only ? SWIW_NOTIFY_SOLICITED :
 					  SWIW_NOTIFY_NEXT,
 			 __ATOMIC_RELEASE);
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	return 0;
 }
 

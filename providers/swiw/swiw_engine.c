@@ -340,11 +340,7 @@ static void cq_notify(struct swiw_cq *cq, const struct swiw_cqe *e)
 {
 	struct ibv_comp_channel *ch = cq->vcq.cq.channel;
 	uint64_t rec = (uintptr_t)&cq->vcq.cq;
-	uint32_t armed;
-
-	/* Pairs with swiw_req_notify_cq's: the CQE is published first. */
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	armed = __atomic_load_n(&cq->ctrl->notify, __ATOMIC_ACQUIRE);
+	uint32_t armed = __atomic_load_n(&cq->ctrl->notify, __ATOMIC_ACQUIRE);
 
 	if (!ch || armed == SWIW_NOTIFY_NOT)
 		return;
