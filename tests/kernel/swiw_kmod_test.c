@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -809,6 +810,79 @@ static void test_random(void)
 	munmap(buf, len);
 }
 
+/*
+ * Threads registering and deregistering on one file at once, each also
+ * trying its neighbours' STags: every STag works exactly once, and
+ * nothing stays pinned.
+ */
+struct thr {
+	int fd, id, bad;
+	char *buf;
+	uint32_t *stags; /* one slot per thread, atomic */
+};
+
+static void *thr_main(void *arg)
+{
+	struct thr *t = arg;
+	unsigned int seed = (unsigned int)t->id;
+	int i;
+
+	for (i = 0; i < 3000; i++) {
+		uint32_t s, other;
+		int err;
+
+		err = reg_mr(t->fd, t->buf + (rand_r(&seed) % 8) * page, page,
+			     ACC_LOCAL_WRITE, &s);
+		if (err) {
+			t->bad++;
+			continue;
+		}
+		__atomic_store_n(&t->stags[t->id], s, __ATOMIC_RELAXED);
+		/* A neighbour's current STag: it may be freed under us. */
+		other = __atomic_load_n(&t->stags[(t->id + 1) % 4],
+					__ATOMIC_RELAXED);
+		if (other && (err = dereg_mr(t->fd, other)) && err != EINVAL)
+			t->bad++;
+		/* Ours, unless a neighbour freed it first: then EINVAL. */
+		err = dereg_mr(t->fd, s);
+		if (err && err != EINVAL)
+			t->bad++;
+		__atomic_store_n(&t->stags[t->id], 0, __ATOMIC_RELAXED);
+	}
+	return NULL;
+}
+
+static void test_threads(void)
+{
+	uint32_t stags[4] = { 0 };
+	size_t len = 16 * page;
+	char *buf = mmap(NULL, len, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	long base = vm_pin_kb();
+	struct thr t[4];
+	pthread_t tid[4];
+	int fd = open_dev(), i, bad = 0;
+
+	for (i = 0; i < 4; i++) {
+		t[i] = (struct thr){
+			.fd = fd, .id = i, .buf = buf, .stags = stags
+		};
+		CHECK(!pthread_create(&tid[i], NULL, thr_main, &t[i]),
+		      "thread %d", i);
+	}
+	for (i = 0; i < 4; i++) {
+		pthread_join(tid[i], NULL);
+		bad += t[i].bad;
+	}
+	CHECK(!bad, "%d unexpected results from racing threads", bad);
+	CHECK(vm_pin_kb() == base, "VmPin %ld back to %ld after the race",
+	      vm_pin_kb(), base);
+	close(fd);
+	CHECK(vm_pin_kb() == base, "VmPin %ld back to %ld after close",
+	      vm_pin_kb(), base);
+	munmap(buf, len);
+}
+
 int main(int argc, char **argv)
 {
 	int fd;
@@ -833,6 +907,7 @@ int main(int argc, char **argv)
 	test_memlock();
 	test_queue_budget();
 	test_random();
+	test_threads();
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
 }
