@@ -206,9 +206,19 @@ struct swiw_rxev {
 /* /dev/swiw commands. */
 #define SWIW_IOC_MAGIC 0xb5
 
+/*
+ * struct swiw_ioc_version.flags (once reserved, 0): what the helper
+ * implements beyond memory registration and rings. A helper without
+ * SWIW_VERSION_DATAPATH (the skeleton swiw.ko) fails ATTACH, DOORBELL and
+ * DETACH with EOPNOTSUPP; the provider then keeps its in-process engine.
+ */
+enum {
+	SWIW_VERSION_DATAPATH = 0x1,
+};
+
 struct swiw_ioc_version {
 	__u32 abi_version; /* out: SWIW_ABI_VERSION of the helper */
-	__u32 flags; /* out: reserved, 0 */
+	__u32 flags; /* out: SWIW_VERSION_*; ignore unknown bits */
 };
 
 struct swiw_ioc_reg_mr {

@@ -1,0 +1,169 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * swiw.ko: the thin helper of the swiw software iWARP RNIC, a misc
+ * character device /dev/swiw implementing kernel-headers/rdma/swiw-abi.h.
+ *
+ * This is the skeleton: memory registration (long-term pinning charged to
+ * RLIMIT_MEMLOCK), ring allocation and mmap are complete; ATTACH, DOORBELL
+ * and DETACH validate their arguments and then fail with EOPNOTSUPP, and
+ * SWIW_IOC_VERSION leaves SWIW_VERSION_DATAPATH clear, so the provider
+ * keeps its in-process engine for the data path.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/module.h>
+#include <linux/miscdevice.h>
+#include <linux/fs.h>
+#include <linux/mm.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+
+#include "swiw_kmod.h"
+#include "swiw_port.h"
+#include "swiw_fpdu.h"
+
+unsigned int swiw_max_queue_mb = 1024;
+module_param_named(max_queue_mb, swiw_max_queue_mb, uint, 0644);
+MODULE_PARM_DESC(
+	max_queue_mb,
+	"Ring memory one open file may allocate, in MiB (default 1024)");
+
+static int swiw_open(struct inode *inode, struct file *file)
+{
+	struct swiw_kfile *f;
+
+	f = kzalloc(sizeof(*f), GFP_KERNEL);
+	if (!f)
+		return -ENOMEM;
+	xa_init_flags(&f->mrs, XA_FLAGS_ALLOC1);
+	xa_init_flags(&f->queues, XA_FLAGS_ALLOC1);
+	mutex_init(&f->lock);
+	file->private_data = f;
+	return nonseekable_open(inode, file);
+}
+
+/*
+ * The last reference to the file is gone: no ioctl is running and no ring
+ * is mapped any more (every mapping holds the file), so everything can go.
+ */
+static int swiw_release(struct inode *inode, struct file *file)
+{
+	struct swiw_kfile *f = file->private_data;
+
+	swiw_mr_release_all(f);
+	swiw_queue_release_all(f);
+	mutex_destroy(&f->lock);
+	kfree(f);
+	return 0;
+}
+
+static int swiw_version(void __user *arg)
+{
+	struct swiw_ioc_version v = {
+		.abi_version = SWIW_ABI_VERSION,
+		.flags = 0, /* no SWIW_VERSION_DATAPATH: the skeleton */
+	};
+
+	return copy_to_user(arg, &v, sizeof(v)) ? -EFAULT : 0;
+}
+
+static long swiw_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
+{
+	struct swiw_kfile *f = file->private_data;
+	void __user *uarg = (void __user *)arg;
+
+	switch (cmd) {
+	case SWIW_IOC_VERSION:
+		return swiw_version(uarg);
+	case SWIW_IOC_REG_MR:
+		return swiw_mr_reg(f, uarg);
+	case SWIW_IOC_DEREG_MR:
+		return swiw_mr_dereg(f, uarg);
+	case SWIW_IOC_QUEUE:
+		return swiw_queue_alloc(f, uarg);
+	case SWIW_IOC_ATTACH:
+		return swiw_stream_attach(f, uarg);
+	case SWIW_IOC_DOORBELL:
+	case SWIW_IOC_DETACH:
+		return swiw_stream_cmd(f, cmd, uarg);
+	default:
+		return -ENOTTY;
+	}
+}
+
+static int swiw_mmap(struct file *file, struct vm_area_struct *vma)
+{
+	return swiw_queue_mmap(file->private_data, vma);
+}
+
+static const struct file_operations swiw_fops = {
+	.owner = THIS_MODULE,
+	.open = swiw_open,
+	.release = swiw_release,
+	.unlocked_ioctl = swiw_ioctl,
+	/* Every argument struct has one layout on 32- and 64-bit ABIs. */
+	.compat_ioctl = compat_ptr_ioctl,
+	.mmap = swiw_mmap,
+	.llseek = no_llseek,
+};
+
+static struct miscdevice swiw_misc = {
+	.minor = MISC_DYNAMIC_MINOR,
+	.name = "swiw",
+	.fops = &swiw_fops,
+	/* Like /dev/infiniband/uverbs*: any user may register memory. */
+	.mode = 0666,
+};
+
+/*
+ * The wire core is compiled in for the data path to come; check now that
+ * its portable CRC32c agrees with the kernel's crc32c() it will use, and
+ * that framing arithmetic is sane, so a broken build never loads.
+ */
+static int swiw_wire_selftest(void)
+{
+	static const u8 check[] = "123456789";
+	u32 fast, table;
+
+	fast = swiw_crc32c_final(swiw_crc32c(SWIW_CRC32C_INIT, check, 9));
+	table = swiw_crc32c_final(
+		swiw_crc32c_table(SWIW_CRC32C_INIT, check, 9));
+	if (fast != 0xe3069283 || table != fast) {
+		pr_err("CRC32c self-test failed: crc32c %08x, wire core %08x\n",
+		       fast, table);
+		return -EINVAL;
+	}
+	/* 2 octets of length, 5 of ULPDU, 1 of pad, 4 of CRC; no markers. */
+	if (swiw_mpa_fpdu_len(5, 0, false) != 12) {
+		pr_err("MPA framing self-test failed\n");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int __init swiw_init(void)
+{
+	int ret;
+
+	ret = swiw_wire_selftest();
+	if (ret)
+		return ret;
+	ret = misc_register(&swiw_misc);
+	if (ret)
+		return ret;
+	pr_info("/dev/swiw ready, ABI %u (skeleton: no data path)\n",
+		SWIW_ABI_VERSION);
+	return 0;
+}
+
+static void __exit swiw_exit(void)
+{
+	misc_deregister(&swiw_misc);
+}
+
+module_init(swiw_init);
+module_exit(swiw_exit);
+
+MODULE_DESCRIPTION("swiw software iWARP RNIC: kernel helper (/dev/swiw)");
+MODULE_AUTHOR("swiw developers");
+MODULE_LICENSE("Dual BSD/GPL");

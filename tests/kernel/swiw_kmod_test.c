@@ -1,0 +1,913 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * swiw_kmod_test [DEVICE]: every /dev/swiw ioctl and mmap path of the
+ * skeleton helper, with good and bad arguments, against the real module
+ * (it needs swiw.ko loaded: the VM lab, tests/vm). Prints one line per
+ * failed check and "N passed, N failed"; exits 0 only if none failed,
+ * 77 if the device is absent. Needs lo up. Run it as root, which covers
+ * the queue-memory limit too (it lowers the module parameter for a
+ * moment; RLIMIT_MEMLOCK is checked in a child without CAP_IPC_LOCK), and
+ * again as an unprivileged user.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <linux/capability.h>
+#include <rdma/swiw-abi.h>
+
+/* libibverbs' IBV_ACCESS_* values (the same as the kernel's uverbs ABI). */
+enum {
+	ACC_LOCAL_WRITE = 1 << 0,
+	ACC_REMOTE_WRITE = 1 << 1,
+	ACC_REMOTE_READ = 1 << 2,
+	ACC_REMOTE_ATOMIC = 1 << 3,
+	ACC_ZERO_BASED = 1 << 5,
+	ACC_ON_DEMAND = 1 << 6,
+	ACC_RELAXED_ORDERING = 1 << 20,
+};
+
+static const char *dev_path = "/dev/swiw";
+static long page;
+static int passed, failed;
+static bool datapath; /* a full helper: the skeleton checks do not apply */
+
+#define CHECK(cond, ...)                                                    \
+	do {                                                                \
+		if (cond) {                                                 \
+			passed++;                                           \
+		} else {                                                    \
+			failed++;                                           \
+			printf("FAIL %s:%d: ", __func__, __LINE__);         \
+			printf(__VA_ARGS__);                                \
+			printf(" (errno %d %s)\n", errno, strerror(errno)); \
+		}                                                           \
+	} while (0)
+
+/* ioctl that returns 0 or the errno, for one-line expectations. */
+static int ioc(int fd, unsigned long cmd, void *arg)
+{
+	return ioctl(fd, cmd, arg) ? errno : 0;
+}
+
+#define EXPECT_ERR(call, want)                                   \
+	do {                                                     \
+		int got_ = (call);                               \
+		errno = got_;                                    \
+		CHECK(got_ == (want), "%s: want %s, got", #call, \
+		      strerror(want));                           \
+	} while (0)
+
+static int open_dev(void)
+{
+	int fd = open(dev_path, O_RDWR | O_CLOEXEC);
+
+	if (fd < 0) {
+		printf("FAIL: open %s: %s\n", dev_path, strerror(errno));
+		exit(1);
+	}
+	return fd;
+}
+
+/* @n octets in kB, as VmPin counts them. */
+static long kb(size_t n)
+{
+	return (long)(n / 1024);
+}
+
+/* kB in VmPin of /proc/self/status (mm->pinned_vm), or -1. */
+static long vm_pin_kb(void)
+{
+	char line[256];
+	long kb = -1;
+	FILE *f = fopen("/proc/self/status", "re");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmPin: %ld kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb;
+}
+
+/* The module's reference count (open files), or -1. */
+static long module_refcnt(void)
+{
+	long n = -1;
+	FILE *f = fopen("/sys/module/swiw/refcnt", "re");
+
+	if (f) {
+		if (fscanf(f, "%ld", &n) != 1)
+			n = -1;
+		fclose(f);
+	}
+	return n;
+}
+
+static int reg_mr(int fd, void *addr, uint64_t len, uint32_t access,
+		  uint32_t *stag)
+{
+	struct swiw_ioc_reg_mr r = {
+		.addr = (uintptr_t)addr,
+		.length = len,
+		.access = access,
+	};
+	int err = ioc(fd, SWIW_IOC_REG_MR, &r);
+
+	if (stag)
+		*stag = err ? 0 : r.stag;
+	return err;
+}
+
+static int dereg_mr(int fd, uint32_t stag)
+{
+	struct swiw_ioc_dereg_mr d = { .stag = stag };
+
+	return ioc(fd, SWIW_IOC_DEREG_MR, &d);
+}
+
+static int queue(int fd, uint32_t kind, uint32_t num, uint32_t stride,
+		 struct swiw_ioc_queue *out)
+{
+	struct swiw_ioc_queue q = { .kind = kind,
+				    .num = num,
+				    .stride = stride };
+	int err = ioc(fd, SWIW_IOC_QUEUE, &q);
+
+	if (out)
+		*out = q;
+	return err;
+}
+
+static void test_version(int fd)
+{
+	struct swiw_ioc_version v;
+
+	memset(&v, 0xff, sizeof(v));
+	CHECK(!ioc(fd, SWIW_IOC_VERSION, &v), "VERSION");
+	CHECK(v.abi_version == SWIW_ABI_VERSION, "abi_version %u",
+	      v.abi_version);
+	datapath = v.flags & SWIW_VERSION_DATAPATH;
+	CHECK(!(v.flags & ~SWIW_VERSION_DATAPATH), "unknown flags 0x%x",
+	      v.flags);
+	printf("helper ABI %u, flags 0x%x (%s)\n", v.abi_version, v.flags,
+	       datapath ? "data path" : "skeleton");
+	EXPECT_ERR(ioc(fd, SWIW_IOC_VERSION, NULL), EFAULT);
+	EXPECT_ERR(ioc(fd, SWIW_IOC_VERSION, (void *)8), EFAULT);
+	/* Unknown commands, and known numbers with the wrong size. */
+	EXPECT_ERR(ioc(fd, _IO(SWIW_IOC_MAGIC, 7), NULL), ENOTTY);
+	EXPECT_ERR(ioc(fd, _IOR(SWIW_IOC_MAGIC, 0, uint64_t[2]), &v), ENOTTY);
+	EXPECT_ERR(ioc(fd, _IOR('x', 0, struct swiw_ioc_version), &v), ENOTTY);
+	EXPECT_ERR(ioc(fd, TCGETS, &v), ENOTTY);
+	CHECK(lseek(fd, 0, SEEK_SET) < 0 && errno == ESPIPE,
+	      "lseek is refused");
+}
+
+static void test_reg_mr(int fd)
+{
+	size_t len = 16 * page;
+	char *buf = mmap(NULL, len, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char *ro = mmap(NULL, 4 * page, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS,
+			-1, 0);
+	char *hole = mmap(NULL, 4 * page, PROT_NONE,
+			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uint32_t s1, s2, s3, s4;
+	long base = vm_pin_kb();
+
+	if (buf == MAP_FAILED || ro == MAP_FAILED || hole == MAP_FAILED) {
+		CHECK(0, "mmap test buffers");
+		return;
+	}
+	munmap(hole, 4 * page); /* unmapped, until the next mmap reuses it */
+	CHECK(base >= 0, "VmPin readable");
+	EXPECT_ERR(reg_mr(fd, hole, page, 0, NULL), EFAULT);
+	EXPECT_ERR(reg_mr(fd, hole + 3 * page, 2 * page, 0, NULL),
+		   EFAULT); /* partly */
+
+	/* Good registrations: writable, read-only, unaligned, twice. */
+	CHECK(!reg_mr(fd, buf, len, ACC_LOCAL_WRITE | ACC_REMOTE_WRITE, &s1),
+	      "reg rw");
+	CHECK(s1 >> 8 != 0, "STag 0x%x has an index", s1);
+	CHECK(vm_pin_kb() == base + kb(len),
+	      "VmPin %ld after pinning %zu kB over %ld", vm_pin_kb(),
+	      len / 1024, base);
+	CHECK(!reg_mr(fd, ro, 4 * page, ACC_REMOTE_READ, &s2),
+	      "reg read-only memory read-only");
+	CHECK(!reg_mr(fd, buf + 100, page,
+		      ACC_LOCAL_WRITE | ACC_RELAXED_ORDERING, &s3),
+	      "reg unaligned, optional access bit");
+	CHECK(vm_pin_kb() == base + kb(len) + kb(4 * page) + kb(2 * page),
+	      "VmPin %ld counts every page of each region", vm_pin_kb());
+	CHECK(!reg_mr(fd, buf, page, 0, &s4), "reg the same pages again");
+	CHECK(s1 != s2 && s1 != s3 && s1 != s4 && s2 != s3 && s3 != s4,
+	      "distinct STags");
+
+	/* Bad arguments. */
+	EXPECT_ERR(reg_mr(fd, ro, page, ACC_LOCAL_WRITE, NULL), EFAULT);
+	EXPECT_ERR(reg_mr(fd, (void *)0xffff888000000000ULL, page, 0, NULL),
+		   EFAULT);
+	EXPECT_ERR(reg_mr(fd, NULL, page, 0, NULL), EFAULT);
+	EXPECT_ERR(reg_mr(fd, buf, 0, 0, NULL), EINVAL);
+	EXPECT_ERR(reg_mr(fd, (void *)-page, 2 * page, 0, NULL), EINVAL);
+	EXPECT_ERR(reg_mr(fd, buf, (1ULL << 40) + 1, 0, NULL), EINVAL);
+	EXPECT_ERR(reg_mr(fd, buf, page, 1 << 15, NULL), EINVAL);
+	EXPECT_ERR(reg_mr(fd, buf, page, ACC_REMOTE_WRITE, NULL), EINVAL);
+	EXPECT_ERR(reg_mr(fd, buf, page, ACC_REMOTE_ATOMIC, NULL), EINVAL);
+	EXPECT_ERR(reg_mr(fd, buf, page, ACC_ZERO_BASED, NULL), EOPNOTSUPP);
+	EXPECT_ERR(reg_mr(fd, buf, page, ACC_ON_DEMAND, NULL), EOPNOTSUPP);
+	EXPECT_ERR(ioc(fd, SWIW_IOC_REG_MR, NULL), EFAULT);
+	/* Read-only argument memory: pinned, then the reply cannot land. */
+	{
+		struct swiw_ioc_reg_mr *r =
+			mmap(NULL, page, PROT_READ | PROT_WRITE,
+			     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		long before = vm_pin_kb();
+
+		r->addr = (uintptr_t)buf;
+		r->length = page;
+		mprotect(r, page, PROT_READ);
+		EXPECT_ERR(ioc(fd, SWIW_IOC_REG_MR, r), EFAULT);
+		CHECK(vm_pin_kb() == before,
+		      "a failed REG_MR leaves nothing pinned");
+		munmap(r, page);
+	}
+
+	/* Deregistration: key and index must match; each works once. */
+	EXPECT_ERR(dereg_mr(fd, s1 ^ 0x01), EINVAL);
+	EXPECT_ERR(dereg_mr(fd, s1 ^ 0x100), EINVAL);
+	EXPECT_ERR(dereg_mr(fd, 0), EINVAL);
+	EXPECT_ERR(dereg_mr(fd, 0xffffffff), EINVAL);
+	{
+		struct swiw_ioc_dereg_mr d = { .stag = s1, .rsvd = 1 };
+
+		EXPECT_ERR(ioc(fd, SWIW_IOC_DEREG_MR, &d), EINVAL);
+	}
+	EXPECT_ERR(ioc(fd, SWIW_IOC_DEREG_MR, NULL), EFAULT);
+	CHECK(!dereg_mr(fd, s1), "dereg rw");
+	EXPECT_ERR(dereg_mr(fd, s1), EINVAL);
+	CHECK(!dereg_mr(fd, s2), "dereg ro");
+	CHECK(!dereg_mr(fd, s3), "dereg unaligned");
+	CHECK(!dereg_mr(fd, s4), "dereg second");
+	CHECK(vm_pin_kb() == base, "VmPin %ld back to %ld", vm_pin_kb(), base);
+
+	/* The pages stay the process's: still readable and writable. */
+	buf[0] = 1;
+	CHECK(buf[0] == 1, "memory usable after dereg");
+	munmap(buf, len);
+	munmap(ro, 4 * page);
+}
+
+/* Registered memory, a mapped ring: closing the file releases both. */
+static void test_release(void)
+{
+	size_t len = 8 * page;
+	char *buf = mmap(NULL, len, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	long base = vm_pin_kb(), refs = module_refcnt();
+	struct swiw_ioc_queue q;
+	void *ring;
+	int fd = open_dev();
+
+	CHECK(module_refcnt() == refs + 1, "an open file holds the module");
+	CHECK(!reg_mr(fd, buf, len, ACC_LOCAL_WRITE, NULL), "reg");
+	CHECK(!queue(fd, SWIW_QUEUE_CQ, 64, 32, &q), "queue");
+	ring = mmap(NULL, q.mmap_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+		    q.mmap_offset);
+	CHECK(ring != MAP_FAILED, "map ring");
+	close(fd);
+	CHECK(vm_pin_kb() == base + kb(len), "the mapping keeps the file open");
+	if (ring != MAP_FAILED)
+		munmap(ring, q.mmap_size);
+	CHECK(vm_pin_kb() == base,
+	      "VmPin %ld back to %ld after the last reference", vm_pin_kb(),
+	      base);
+	CHECK(module_refcnt() == refs, "module refcnt %ld back to %ld",
+	      module_refcnt(), refs);
+	munmap(buf, len);
+}
+
+/* A process killed with regions pinned and rings mapped leaves nothing. */
+static void test_sigkill(void)
+{
+	long refs = module_refcnt();
+	int sync[2], status;
+	pid_t pid;
+	char c;
+
+	if (pipe(sync)) {
+		CHECK(0, "pipe");
+		return;
+	}
+	pid = fork();
+	if (!pid) {
+		size_t len = 64 * page;
+		char *buf = mmap(NULL, len, PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		struct swiw_ioc_queue q;
+		int fd = open_dev();
+
+		if (reg_mr(fd, buf, len, ACC_LOCAL_WRITE, NULL) ||
+		    queue(fd, SWIW_QUEUE_SQ, 256, 128, &q) ||
+		    mmap(NULL, q.mmap_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+			 fd, q.mmap_offset) == MAP_FAILED)
+			_exit(1);
+		c = vm_pin_kb() >= kb(len) ? 'y' : 'n';
+		if (write(sync[1], &c, 1) != 1)
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	close(sync[1]);
+	CHECK(read(sync[0], &c, 1) == 1 && c == 'y', "child pinned its region");
+	close(sync[0]);
+	CHECK(module_refcnt() == refs + 1, "the child's file holds the module");
+	kill(pid, SIGSTOP);
+	kill(pid, SIGKILL);
+	CHECK(waitpid(pid, &status, 0) == pid && WIFSIGNALED(status),
+	      "child killed");
+	CHECK(module_refcnt() == refs,
+	      "module refcnt %ld back to %ld after SIGKILL", module_refcnt(),
+	      refs);
+}
+
+/* capset(2) without libcap: drop CAP_IPC_LOCK from the effective set. */
+static int drop_ipc_lock(void)
+{
+	struct __user_cap_header_struct h = {
+		.version = _LINUX_CAPABILITY_VERSION_3
+	};
+	struct __user_cap_data_struct d[2];
+
+	if (syscall(SYS_capget, &h, d))
+		return -1;
+	d[CAP_IPC_LOCK / 32].effective &= ~(1U << (CAP_IPC_LOCK % 32));
+	return (int)syscall(SYS_capset, &h, d);
+}
+
+/* RLIMIT_MEMLOCK holds for a process without CAP_IPC_LOCK. */
+static void test_memlock(void)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (!pid) {
+		struct rlimit rl = { .rlim_cur = 64 * page,
+				     .rlim_max = 64 * page };
+		size_t len = 128 * page;
+		char *buf = mmap(NULL, len, PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		uint32_t s1, s2;
+		int fd = open_dev(), code = 0;
+
+		if (drop_ipc_lock() || setrlimit(RLIMIT_MEMLOCK, &rl))
+			_exit(3);
+		if (reg_mr(fd, buf, len, ACC_LOCAL_WRITE, NULL) != ENOMEM)
+			code |= 4; /* over the limit at once */
+		if (reg_mr(fd, buf, 48 * page, ACC_LOCAL_WRITE, &s1))
+			code |= 8; /* within it */
+		if (reg_mr(fd, buf, 32 * page, ACC_LOCAL_WRITE, &s2) != ENOMEM)
+			code |= 16; /* the sum over it */
+		if (vm_pin_kb() != kb(48 * page))
+			code |= 32; /* a refused request charged nothing */
+		if (dereg_mr(fd, s1) ||
+		    reg_mr(fd, buf, 32 * page, ACC_LOCAL_WRITE, &s2))
+			code |= 64; /* room again */
+		_exit(code);
+	}
+	CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status),
+	      "memlock child");
+	CHECK(WEXITSTATUS(status) != 3,
+	      "drop CAP_IPC_LOCK and set RLIMIT_MEMLOCK");
+	CHECK(WEXITSTATUS(status) == 0,
+	      "RLIMIT_MEMLOCK enforced (child code 0x%x)", WEXITSTATUS(status));
+}
+
+static void test_queue(int fd)
+{
+	static const struct {
+		uint32_t kind, num, stride;
+	} good[] = {
+		{ SWIW_QUEUE_SQ, 128, 64 },
+		{ SWIW_QUEUE_SQ, 1, 576 },
+		{ SWIW_QUEUE_RQ, 1024, 16 },
+		{ SWIW_QUEUE_CQ, 128, 32 }, /* + the arm word */
+		{ SWIW_QUEUE_TX, 64, 160 },
+		{ SWIW_QUEUE_RXEV, 64, 96 },
+	};
+	struct swiw_ioc_queue q, q2;
+	unsigned int i;
+	uint32_t last = 0;
+
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		uint64_t want = (uint64_t)good[i].num * good[i].stride;
+		volatile uint8_t *a, *b;
+
+		if (good[i].kind == SWIW_QUEUE_CQ)
+			want += sizeof(struct swiw_cq_ctrl);
+		want = (want + page - 1) / page * page;
+		CHECK(!queue(fd, good[i].kind, good[i].num, good[i].stride, &q),
+		      "queue %u", i);
+		CHECK(q.id && q.id != last, "queue %u id %u", i, q.id);
+		last = q.id;
+		CHECK(q.mmap_size == want, "queue %u size %llu, want %llu", i,
+		      (unsigned long long)q.mmap_size,
+		      (unsigned long long)want);
+		CHECK(q.mmap_offset % page == 0, "queue %u offset aligned", i);
+		a = mmap(NULL, q.mmap_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+			 fd, q.mmap_offset);
+		b = mmap(NULL, q.mmap_size, PROT_READ, MAP_SHARED, fd,
+			 q.mmap_offset);
+		CHECK(a != MAP_FAILED && b != MAP_FAILED, "map queue %u twice",
+		      i);
+		if (a == MAP_FAILED || b == MAP_FAILED)
+			continue;
+		CHECK(a[0] == 0 && a[q.mmap_size - 1] == 0, "ring %u zeroed",
+		      i);
+		a[q.mmap_size - 1] = 0x5a;
+		CHECK(b[q.mmap_size - 1] == 0x5a,
+		      "both mappings are the same ring");
+		CHECK(mprotect((void *)a, q.mmap_size, PROT_READ | PROT_EXEC) &&
+			      errno == EACCES,
+		      "ring %u can never become executable", i);
+		munmap((void *)a, q.mmap_size);
+		munmap((void *)b, q.mmap_size);
+	}
+
+	/* Bad requests. */
+	EXPECT_ERR(queue(fd, 0, 64, 64, NULL), EINVAL);
+	EXPECT_ERR(queue(fd, 6, 64, 64, NULL), EINVAL);
+	EXPECT_ERR(queue(fd, SWIW_QUEUE_SQ, 0, 64, NULL), EINVAL);
+	EXPECT_ERR(queue(fd, SWIW_QUEUE_SQ, 3, 64, NULL), EINVAL);
+	EXPECT_ERR(queue(fd, SWIW_QUEUE_RQ, 1U << 21, 16, NULL), EINVAL);
+	EXPECT_ERR(queue(fd, SWIW_QUEUE_RQ, 1U << 31, 16, NULL), EINVAL);
+	EXPECT_ERR(queue(fd, SWIW_QUEUE_SQ, 64, 48, NULL),
+		   EINVAL); /* < SQE header */
+	EXPECT_ERR(queue(fd, SWIW_QUEUE_SQ, 64, 72, NULL),
+		   EINVAL); /* not 16-aligned */
+	EXPECT_ERR(queue(fd, SWIW_QUEUE_CQ, 64, 16, NULL), EINVAL);
+	EXPECT_ERR(queue(fd, SWIW_QUEUE_TX, 64, 144, NULL), EINVAL);
+	EXPECT_ERR(queue(fd, SWIW_QUEUE_RXEV, 64, 80, NULL), EINVAL);
+	EXPECT_ERR(queue(fd, SWIW_QUEUE_SQ, 64, 8192, NULL), EINVAL);
+	EXPECT_ERR(queue(fd, SWIW_QUEUE_RQ, 1U << 20, 128, NULL),
+		   EINVAL); /* 128 MiB */
+	EXPECT_ERR(queue(fd, SWIW_QUEUE_SQ, 64, 0, NULL), EINVAL);
+	EXPECT_ERR(ioc(fd, SWIW_IOC_QUEUE, NULL), EFAULT);
+
+	/* Bad mappings of a good ring. */
+	CHECK(!queue(fd, SWIW_QUEUE_RQ, 512, 32, &q), "queue for mmap checks");
+	CHECK(!queue(fd, SWIW_QUEUE_RQ, 512, 32, &q2), "second queue");
+	CHECK(q2.mmap_offset != q.mmap_offset, "distinct offsets");
+	{
+		struct {
+			size_t len;
+			off_t off;
+			int prot, flags;
+			const char *what;
+		} bad[] = {
+			{ q.mmap_size - page, q.mmap_offset, PROT_READ,
+			  MAP_SHARED, "short" },
+			{ q.mmap_size + page, q.mmap_offset, PROT_READ,
+			  MAP_SHARED, "long" },
+			{ page, q.mmap_offset + page, PROT_READ, MAP_SHARED,
+			  "inside" },
+			{ q.mmap_size, 0, PROT_READ, MAP_SHARED, "offset 0" },
+			{ q.mmap_size,
+			  q2.mmap_offset +
+				  (q2.mmap_offset - q.mmap_offset) * 100,
+			  PROT_READ, MAP_SHARED, "no such ring" },
+			{ q.mmap_size, q.mmap_offset, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE, "private" },
+		};
+
+		for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			void *p = mmap(NULL, bad[i].len, bad[i].prot,
+				       bad[i].flags, fd, bad[i].off);
+
+			CHECK(p == MAP_FAILED && errno == EINVAL,
+			      "mmap %s refused", bad[i].what);
+			if (p != MAP_FAILED)
+				munmap(p, bad[i].len);
+		}
+		/* EPERM if /dev is mounted noexec: refused either way. */
+		void *p = mmap(NULL, q.mmap_size, PROT_READ | PROT_EXEC,
+			       MAP_SHARED, fd, q.mmap_offset);
+
+		CHECK(p == MAP_FAILED && (errno == EINVAL || errno == EPERM),
+		      "executable mapping refused");
+	}
+}
+
+/* The per-file ring budget (module parameter max_queue_mb), as root. */
+static void test_queue_budget(void)
+{
+	const char *param = "/sys/module/swiw/parameters/max_queue_mb";
+	char old[32] = "";
+	FILE *f = fopen(param, "re");
+	int fd;
+
+	if (f) {
+		if (!fgets(old, sizeof(old), f))
+			old[0] = 0;
+		fclose(f);
+	}
+	f = fopen(param, "we");
+	if (!f || !old[0] || fputs("1\n", f) < 0 || fclose(f)) {
+		printf("note: %s not writable (not root?): budget not checked\n",
+		       param);
+		return;
+	}
+	fd = open_dev();
+	EXPECT_ERR(queue(fd, SWIW_QUEUE_RQ, 1U << 17, 16, NULL),
+		   ENOMEM); /* 2 MiB */
+	CHECK(!queue(fd, SWIW_QUEUE_RQ, 1U << 15, 16, NULL), "512 KiB fits");
+	CHECK(!queue(fd, SWIW_QUEUE_RQ, 1U << 14, 16, NULL),
+	      "256 KiB more fits");
+	EXPECT_ERR(queue(fd, SWIW_QUEUE_RQ, 1U << 15, 16, NULL), ENOMEM);
+	close(fd);
+	f = fopen(param, "we");
+	CHECK(f && fputs(old, f) >= 0 && !fclose(f), "restore max_queue_mb");
+}
+
+struct rings {
+	uint32_t sq, rq, cq, tx, rxev;
+};
+
+static void make_rings(int fd, struct rings *r)
+{
+	struct swiw_ioc_queue q;
+
+	CHECK(!queue(fd, SWIW_QUEUE_SQ, 64, 64, &q), "SQ");
+	r->sq = q.id;
+	CHECK(!queue(fd, SWIW_QUEUE_RQ, 64, 32, &q), "RQ");
+	r->rq = q.id;
+	CHECK(!queue(fd, SWIW_QUEUE_CQ, 128, 32, &q), "CQ");
+	r->cq = q.id;
+	CHECK(!queue(fd, SWIW_QUEUE_TX, 64, 160, &q), "TX");
+	r->tx = q.id;
+	CHECK(!queue(fd, SWIW_QUEUE_RXEV, 64, 96, &q), "RXEV");
+	r->rxev = q.id;
+}
+
+static int attach(int fd, const struct rings *r, int sock,
+		  void (*tweak)(struct swiw_ioc_attach *))
+{
+	struct swiw_ioc_attach a = {
+		.sock_fd = sock,
+		.flags = SWIW_ATTACH_CRC,
+		.sq_id = r->sq,
+		.rq_id = r->rq,
+		.cq_id = r->cq,
+		.tx_id = r->tx,
+		.rxev_id = r->rxev,
+		.ird = 16,
+		.ord = 16,
+	};
+
+	if (tweak)
+		tweak(&a);
+	return ioc(fd, SWIW_IOC_ATTACH, &a);
+}
+
+static void t_flags(struct swiw_ioc_attach *a)
+{
+	a->flags = 0x8;
+}
+static void t_rsvd0(struct swiw_ioc_attach *a)
+{
+	a->rsvd[0] = 1;
+}
+static void t_rsvd1(struct swiw_ioc_attach *a)
+{
+	a->rsvd[1] = 1;
+}
+static void t_stream(struct swiw_ioc_attach *a)
+{
+	a->stream_id = 5;
+}
+static void t_ird(struct swiw_ioc_attach *a)
+{
+	a->ird = 129;
+}
+static void t_ord(struct swiw_ioc_attach *a)
+{
+	a->ord = 0x10000;
+}
+static void t_sq_is_cq(struct swiw_ioc_attach *a)
+{
+	a->sq_id = a->cq_id;
+}
+static void t_rq_zero(struct swiw_ioc_attach *a)
+{
+	a->rq_id = 0;
+}
+static void t_cq_unknown(struct swiw_ioc_attach *a)
+{
+	a->cq_id = 30000;
+}
+static void t_tx_is_rxev(struct swiw_ioc_attach *a)
+{
+	a->tx_id = a->rxev_id;
+}
+static void t_rxev_huge(struct swiw_ioc_attach *a)
+{
+	a->rxev_id = 0xffffffff;
+}
+static void t_all_markers(struct swiw_ioc_attach *a)
+{
+	a->flags = SWIW_ATTACH_CRC | SWIW_ATTACH_MARKERS_TX |
+		   SWIW_ATTACH_MARKERS_RX;
+	a->ird = 128;
+	a->ord = 0;
+}
+
+/* A connected TCP pair over loopback: *a connected, *b accepted. */
+static int tcp_pair(int *a, int *b, int *lsn)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	socklen_t sl = sizeof(sin);
+
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	*lsn = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	*a = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (*lsn < 0 || *a < 0 ||
+	    bind(*lsn, (struct sockaddr *)&sin, sizeof(sin)) ||
+	    listen(*lsn, 1) ||
+	    getsockname(*lsn, (struct sockaddr *)&sin, &sl) ||
+	    connect(*a, (struct sockaddr *)&sin, sizeof(sin)))
+		return -1;
+	*b = accept4(*lsn, NULL, NULL, SOCK_CLOEXEC);
+	return *b < 0 ? -1 : 0;
+}
+
+static void test_attach(int fd)
+{
+	int a = -1, b = -1, lsn = -1, udp, unconn, usp[2], pfd[2], other;
+	struct rings r, ro;
+	struct swiw_ioc_stream s = { 0 };
+
+	make_rings(fd, &r);
+	CHECK(!tcp_pair(&a, &b, &lsn), "TCP pair over loopback");
+	udp = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	unconn = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	CHECK(udp >= 0 && unconn >= 0 &&
+		      !socketpair(AF_UNIX, SOCK_STREAM, 0, usp) && !pipe(pfd),
+	      "other descriptors");
+
+	if (datapath) {
+		printf("note: helper has a data path: skeleton ATTACH checks skipped\n");
+	} else {
+		EXPECT_ERR(attach(fd, &r, a, NULL), EOPNOTSUPP);
+		EXPECT_ERR(attach(fd, &r, b, t_all_markers), EOPNOTSUPP);
+	}
+	/* The socket. */
+	EXPECT_ERR(attach(fd, &r, -1, NULL), EBADF);
+	EXPECT_ERR(attach(fd, &r, 100000, NULL), EBADF);
+	EXPECT_ERR(attach(fd, &r, pfd[0], NULL), ENOTSOCK);
+	EXPECT_ERR(attach(fd, &r, fd, NULL), ENOTSOCK);
+	EXPECT_ERR(attach(fd, &r, udp, NULL), EPROTONOSUPPORT);
+	EXPECT_ERR(attach(fd, &r, usp[0], NULL), EPROTONOSUPPORT);
+	EXPECT_ERR(attach(fd, &r, unconn, NULL), ENOTCONN);
+	EXPECT_ERR(attach(fd, &r, lsn, NULL), ENOTCONN);
+	/* The parameters. */
+	EXPECT_ERR(attach(fd, &r, a, t_flags), EINVAL);
+	EXPECT_ERR(attach(fd, &r, a, t_rsvd0), EINVAL);
+	EXPECT_ERR(attach(fd, &r, a, t_rsvd1), EINVAL);
+	EXPECT_ERR(attach(fd, &r, a, t_stream), EINVAL);
+	EXPECT_ERR(attach(fd, &r, a, t_ird), EINVAL);
+	EXPECT_ERR(attach(fd, &r, a, t_ord), EINVAL);
+	EXPECT_ERR(attach(fd, &r, a, t_sq_is_cq), EINVAL);
+	EXPECT_ERR(attach(fd, &r, a, t_rq_zero), EINVAL);
+	EXPECT_ERR(attach(fd, &r, a, t_cq_unknown), EINVAL);
+	EXPECT_ERR(attach(fd, &r, a, t_tx_is_rxev), EINVAL);
+	EXPECT_ERR(attach(fd, &r, a, t_rxev_huge), EINVAL);
+	EXPECT_ERR(ioc(fd, SWIW_IOC_ATTACH, NULL), EFAULT);
+	/* Rings of another file are not this file's. */
+	other = open_dev();
+	for (int i = 0; i < 40; i++) /* ids this file does not have */
+		queue(other, SWIW_QUEUE_CQ, 1, 32, NULL);
+	make_rings(other, &ro);
+	CHECK(ro.sq > r.rxev, "other file's ids %u.. above this file's", ro.sq);
+	EXPECT_ERR(attach(fd, &ro, a, NULL), EINVAL);
+	close(other);
+	/* A peer that closed: no longer established. */
+	close(b);
+	shutdown(a, SHUT_RDWR);
+	usleep(100000);
+	if (!datapath)
+		EXPECT_ERR(attach(fd, &r, a, NULL), ENOTCONN);
+
+	/* DOORBELL, DETACH: no stream can exist in the skeleton. */
+	if (!datapath) {
+		EXPECT_ERR(ioc(fd, SWIW_IOC_DOORBELL, &s), EOPNOTSUPP);
+		EXPECT_ERR(ioc(fd, SWIW_IOC_DETACH, &s), EOPNOTSUPP);
+		s.stream_id = 12345;
+		EXPECT_ERR(ioc(fd, SWIW_IOC_DOORBELL, &s), EOPNOTSUPP);
+		EXPECT_ERR(ioc(fd, SWIW_IOC_DETACH, &s), EOPNOTSUPP);
+	}
+	s.rsvd = 1;
+	EXPECT_ERR(ioc(fd, SWIW_IOC_DOORBELL, &s), EINVAL);
+	EXPECT_ERR(ioc(fd, SWIW_IOC_DETACH, &s), EINVAL);
+	EXPECT_ERR(ioc(fd, SWIW_IOC_DOORBELL, NULL), EFAULT);
+	EXPECT_ERR(ioc(fd, SWIW_IOC_DETACH, (void *)8), EFAULT);
+
+	close(a);
+	close(lsn);
+	close(udp);
+	close(unconn);
+	close(usp[0]);
+	close(usp[1]);
+	close(pfd[0]);
+	close(pfd[1]);
+}
+
+/*
+ * Random commands, arguments and mappings on one file, then close: the
+ * module must answer every one and release what they made (VmPin back).
+ */
+static void test_random(void)
+{
+	static const unsigned long cmds[] = {
+		SWIW_IOC_VERSION, SWIW_IOC_REG_MR, SWIW_IOC_DEREG_MR,
+		SWIW_IOC_QUEUE,	  SWIW_IOC_ATTACH, SWIW_IOC_DOORBELL,
+		SWIW_IOC_DETACH,
+	};
+	size_t len = 32 * page;
+	char *buf = mmap(NULL, len, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	long base = vm_pin_kb();
+	uint32_t arg[16], stags[64] = { 0 };
+	int fd = open_dev(), i, j, odd = 0;
+
+	srandom(5);
+	for (i = 0; i < 20000; i++) {
+		unsigned long cmd = cmds[random() % 7];
+
+		for (j = 0; j < 16; j++)
+			arg[j] = random() % 4 ? (uint32_t)random() :
+						(uint32_t)random() % 64;
+		if (cmd == SWIW_IOC_REG_MR && random() % 2) {
+			/* Often a real range, so pins happen. */
+			uint64_t off = (uint64_t)(random() % len);
+			uint64_t addr = (uintptr_t)buf + off,
+				 n = 1 + random() % (len - off);
+
+			memcpy(&arg[0], &addr, 8);
+			memcpy(&arg[2], &n, 8);
+			arg[4] &= 0xf;
+		}
+		if (cmd == SWIW_IOC_DEREG_MR && random() % 2) {
+			arg[0] = stags[random() % 64];
+			arg[1] = 0;
+		}
+		if (cmd == SWIW_IOC_QUEUE) {
+			arg[1] &= 0xff; /* keep the rings small */
+			arg[2] &= 0x3ff;
+		}
+		if (ioctl(fd, cmd, arg) == 0) {
+			if (cmd == SWIW_IOC_REG_MR)
+				stags[random() % 64] = arg[5];
+		} else if (errno != EINVAL && errno != EFAULT &&
+			   errno != ENOMEM && errno != EOPNOTSUPP &&
+			   errno != EBADF && errno != ENOTSOCK &&
+			   errno != ENOTCONN && errno != EPROTONOSUPPORT) {
+			odd++;
+		}
+		if (i % 64 == 0) {
+			/* Mostly at a ring's offset window, sometimes inside. */
+			off_t off = ((off_t)(random() % 16) << 16 |
+				     (random() % 4 ? 0 : random() % 8)) *
+				    page;
+			size_t n = (size_t)(1 + random() % 8) * page;
+			void *p = mmap(NULL, n, PROT_READ, MAP_SHARED, fd, off);
+
+			if (p != MAP_FAILED)
+				munmap(p, n);
+		}
+	}
+	CHECK(!odd, "%d random commands failed with an unexpected errno", odd);
+	close(fd);
+	CHECK(vm_pin_kb() == base, "VmPin %ld back to %ld after close",
+	      vm_pin_kb(), base);
+	munmap(buf, len);
+}
+
+/*
+ * Threads registering and deregistering on one file at once, each also
+ * trying its neighbours' STags: every STag works exactly once, and
+ * nothing stays pinned.
+ */
+struct thr {
+	int fd, id, bad;
+	char *buf;
+	uint32_t *stags; /* one slot per thread, atomic */
+};
+
+static void *thr_main(void *arg)
+{
+	struct thr *t = arg;
+	unsigned int seed = (unsigned int)t->id;
+	int i;
+
+	for (i = 0; i < 3000; i++) {
+		uint32_t s, other;
+		int err;
+
+		err = reg_mr(t->fd, t->buf + (rand_r(&seed) % 8) * page, page,
+			     ACC_LOCAL_WRITE, &s);
+		if (err) {
+			t->bad++;
+			continue;
+		}
+		__atomic_store_n(&t->stags[t->id], s, __ATOMIC_RELAXED);
+		/* A neighbour's current STag: it may be freed under us. */
+		other = __atomic_load_n(&t->stags[(t->id + 1) % 4],
+					__ATOMIC_RELAXED);
+		if (other && (err = dereg_mr(t->fd, other)) && err != EINVAL)
+			t->bad++;
+		/* Ours, unless a neighbour freed it first: then EINVAL. */
+		err = dereg_mr(t->fd, s);
+		if (err && err != EINVAL)
+			t->bad++;
+		__atomic_store_n(&t->stags[t->id], 0, __ATOMIC_RELAXED);
+	}
+	return NULL;
+}
+
+static void test_threads(void)
+{
+	uint32_t stags[4] = { 0 };
+	size_t len = 16 * page;
+	char *buf = mmap(NULL, len, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	long base = vm_pin_kb();
+	struct thr t[4];
+	pthread_t tid[4];
+	int fd = open_dev(), i, bad = 0;
+
+	for (i = 0; i < 4; i++) {
+		t[i] = (struct thr){
+			.fd = fd, .id = i, .buf = buf, .stags = stags
+		};
+		CHECK(!pthread_create(&tid[i], NULL, thr_main, &t[i]),
+		      "thread %d", i);
+	}
+	for (i = 0; i < 4; i++) {
+		pthread_join(tid[i], NULL);
+		bad += t[i].bad;
+	}
+	CHECK(!bad, "%d unexpected results from racing threads", bad);
+	CHECK(vm_pin_kb() == base, "VmPin %ld back to %ld after the race",
+	      vm_pin_kb(), base);
+	close(fd);
+	CHECK(vm_pin_kb() == base, "VmPin %ld back to %ld after close",
+	      vm_pin_kb(), base);
+	munmap(buf, len);
+}
+
+int main(int argc, char **argv)
+{
+	int fd;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc > 1)
+		dev_path = argv[1];
+	page = sysconf(_SC_PAGESIZE);
+	if (access(dev_path, F_OK)) {
+		printf("SKIP: %s does not exist: load swiw.ko first (tests/vm)\n",
+		       dev_path);
+		return 77;
+	}
+	fd = open_dev();
+	test_version(fd);
+	test_reg_mr(fd);
+	test_queue(fd);
+	test_attach(fd);
+	close(fd);
+	test_release();
+	test_sigkill();
+	test_memlock();
+	test_queue_budget();
+	test_random();
+	test_threads();
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed ? 1 : 0;
+}
