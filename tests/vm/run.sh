@@ -220,7 +220,10 @@ if [ ${#MODULES[@]} -gt 0 ]; then
 	done
 	# Keyed by content: rebuilding a module gives a fresh tree, the same
 	# set reuses one. Only the newest few are kept.
-	key=$(cat "${MODULES[@]}" | sha256sum | cut -c1-16)
+	key=$( (
+		printf '%s\n' "${names[@]}"
+		cat "${MODULES[@]}"
+	) | sha256sum | cut -c1-16)
 	MODROOT=$CACHE/modroot-$KVER-$key
 	if [ ! -e "$MODROOT/lib/modules/$KVER/modules.dep" ]; then
 		make_modroot "$MODROOT" "${MODULES[@]}" || die "cannot build $MODROOT"
@@ -282,7 +285,9 @@ if [ ! -e "$INITRD" ]; then
 	(cd "$st" && find . | cpio -o -H newc --quiet | gzip -1) >"$INITRD.tmp" &&
 		mv "$INITRD.tmp" "$INITRD" || die "cannot build $INITRD"
 	rm -rf "$st"
-	ls "$CACHE"/initrd-"$KVER"-*.cpio.gz | grep -vF "$INITRD" | xargs -r rm -f
+	for f in "$CACHE"/initrd-"$KVER"-*.cpio.gz; do
+		[ "$f" = "$INITRD" ] || rm -f "$f"
+	done
 fi
 flock -u 9
 
