@@ -3,7 +3,8 @@
 # vm.boot, the guest side (run.sh runs it in the VM): the lab boots Debian's
 # 6.1 kernel with the host root read-only, loads modules from its depmod'ed
 # tree, and the host's swiw build carries real traffic in it - ibv_devinfo
-# and ibv_rc_pingpong between two processes over swiw_lo.
+# and ibv_rc_pingpong between two processes over swiw_lo - and the kernel
+# logs no BUG, WARNING or Oops meanwhile.
 . "$(dirname "$0")/guest_lib.sh"
 
 SWIW_RUN=${SWIW_BUILD:?SWIW_BUILD is not set (the swiw build directory)}/bin/swiw-run
@@ -76,4 +77,5 @@ lab_test modules t_modules
 lab_test swiw.devinfo t_devinfo
 lab_test swiw.rc_pingpong pingpong -n 200
 lab_test swiw.rc_pingpong.events pingpong -n 200 -e -s 65536
+lab_test dmesg lab_dmesg_clean
 lab_summary

@@ -138,6 +138,6 @@ lab_wait() {
 lab_dmesg_clean() {
 	local bad
 
-	bad=$(dmesg | grep -E 'BUG|WARNING|Oops|general protection fault|Call Trace')
+	bad=$(dmesg | grep -E '\<BUG\>|WARNING:|Oops|general protection fault|Call Trace')
 	[ -z "$bad" ] || lab_fail "kernel log: $bad"
 }

@@ -66,5 +66,8 @@ $BB mount -t 9p -o trans=virtio,version=9p2000.L labout "$R/tmp/out" ||
 [ -n "$labscript" ] && [ -r "$R$labscript" ] || fatal "labscript '$labscript' not readable"
 
 $BB umount /proc /sys /dev 2>/dev/null
-exec $BB switch_root $R /bin/bash -c \
-	"/bin/bash \"$labscript\"; echo o >/proc/sysrq-trigger; sleep 10"
+# Power off after the script. PID 1 then waits on a FIFO with bash's own
+# read: no program can be run from 9p any more, and if init exited the
+# kernel would panic.
+exec $BB switch_root $R /bin/bash -c "/bin/bash \"$labscript\"; mkfifo /run/lab/halt;
+	echo o >/proc/sysrq-trigger; read -r -t 60 <>/run/lab/halt"
