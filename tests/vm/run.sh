@@ -165,10 +165,15 @@ if [ ! -e "$KROOT/.complete" ]; then
 	say "downloading linux-image-$KVER into $KROOT (once)"
 	rm -rf "$KROOT" "$CACHE/dl"
 	mkdir -p "$CACHE/dl" || die "cannot make $CACHE/dl"
-	# apt runs the download as _apt, which cannot write to a root-only dir.
-	chmod 0777 "$CACHE/dl"
-	(cd "$CACHE/dl" && apt-get download -q "linux-image-$KVER" >/dev/null) ||
-		die "apt-get download linux-image-$KVER failed (network? apt-get update?)"
+	# apt's sandbox user _apt may not reach the cache: download as root.
+	dl=(apt-get -q -o APT::Sandbox::User=root download "linux-image-$KVER")
+	# Stale package lists name a file the archive no longer has: refresh
+	# them once.
+	(cd "$CACHE/dl" && "${dl[@]}" >/dev/null) || {
+		say "apt-get download failed; apt-get update and once more"
+		apt-get update -qq >&2
+		(cd "$CACHE/dl" && "${dl[@]}" >/dev/null)
+	} || die "apt-get download linux-image-$KVER failed (network? apt-get update?)"
 	deb=$(ls "$CACHE"/dl/linux-image-"$KVER"_*.deb 2>/dev/null | head -1)
 	[ -n "$deb" ] || die "apt-get download left no .deb in $CACHE/dl"
 	dpkg-deb -x "$deb" "$KROOT" || die "dpkg-deb -x $deb failed"
