@@ -210,7 +210,8 @@ static int check_attrs(struct swiw_qp *qp, const struct ibv_qp_attr *a,
 				    a->cap.max_recv_wr > qp->max_recv_wr))
 		return EINVAL; /* queues are not resized */
 	/* Connecting by modify_qp needs the peer's address and QP number. */
-	if (qp->state == IBV_QPS_INIT && next == IBV_QPS_RTR &&
+	if (__atomic_load_n(&qp->state, __ATOMIC_ACQUIRE) == IBV_QPS_INIT &&
+	    next == IBV_QPS_RTR &&
 	    (mask & (IBV_QP_AV | IBV_QP_DEST_QPN)) !=
 		    (IBV_QP_AV | IBV_QP_DEST_QPN))
 		return EINVAL;

@@ -65,14 +65,16 @@ connect(bqp, aqp.qp_num)
 bqp.post_recv(RecvWR(wr_id=7, num_sge=1, sg=[SGE(bmr.buf, 64, bmr.lkey)]))
 amr.write(b'pyverbs-qpex-send', 17)
 amr.write(b'pyverbs-qpex-write', 18, 100)
+# The WRITE first: the SEND's receive completion then says its data is
+# placed too (RFC 5040 ordering); the WRITE's own completion does not.
 aqp.wr_start()
 aqp.wr_flags = e.IBV_SEND_SIGNALED
 aqp.wr_id = 1
-aqp.wr_send()
-aqp.wr_set_sge(SGE(amr.buf, 17, amr.lkey))
-aqp.wr_id = 2
 aqp.wr_rdma_write(bmr.rkey, bmr.buf + 200)
 aqp.wr_set_sge(SGE(amr.buf + 100, 18, amr.lkey))
+aqp.wr_id = 2
+aqp.wr_send()
+aqp.wr_set_sge(SGE(amr.buf, 17, amr.lkey))
 aqp.wr_complete()
 print('send', poll(acq, 2))
 print('recv', poll(bcq, 1))
@@ -98,8 +100,8 @@ swiw_py "$T_TMP/qpex.py"
 [ "$RC" -eq 0 ] || { show_last >&2; fail "pyverbs CQEX/QPEx script exit $RC"; }
 qpns=$(sed -n 's/^qp_nums //p' <<<"$OUT")
 a=${qpns% *} b=${qpns#* }
-out_has "^send \[\(1, 0, 0, 17, $a, 0\), \(2, 0, 1, 18, $a, 0\)\]$" \
-	"QPEx SEND then RDMA WRITE, read back through CQEX"
+out_has "^send \[\(1, 0, 1, 18, $a, 0\), \(2, 0, 0, 17, $a, 0\)\]$" \
+	"QPEx RDMA WRITE then SEND, read back through CQEX"
 out_has "^recv \[\(7, 0, 128, 17, $b, $a\)\]$" "CQEX RECV with qp_num and src_qp"
 out_has "^data b'pyverbs-qpex-send' b'pyverbs-qpex-write'$" "the data arrived"
 out_has "^refused cq timestamp EOPNOTSUPP$" "CQEX with timestamps refused"
