@@ -317,6 +317,22 @@ int swiw_mem_lookup(uint32_t stag, const struct ibv_pd *pd, int need,
 		    uint64_t to, uint64_t len, struct swiw_mem_ref *ref);
 int swiw_mem_invalidate(uint32_t stag, const struct ibv_pd *pd);
 
+/* swiw_helper.c: which engine runs the queues (once per process) */
+enum swiw_engine_kind {
+	SWIW_ENGINE_NONE, /* the configuration asks for one that cannot run */
+	SWIW_ENGINE_INPROCESS,
+	SWIW_ENGINE_KERNEL,
+};
+
+struct swiw_engine_choice {
+	int kind; /* enum swiw_engine_kind */
+	bool helper_usable; /* /dev/swiw has this ABI and a data path */
+	char why[160]; /* what /dev/swiw said, for logs */
+};
+
+const struct swiw_engine_choice *swiw_engine_choice(void);
+const char *swiw_engine_name(int kind);
+
 /* swiw_event.c: async events and completion channels */
 int swiw_events_open(struct swiw_context *ctx);
 void swiw_events_close(struct swiw_context *ctx);

@@ -124,6 +124,17 @@ int swiw_config_set(struct swiw_config *cfg, const char *key, const char *value)
 		cfg->broker_port = (unsigned int)port;
 		return 0;
 	}
+	if (!strcmp(key, "engine")) {
+		if (!strcmp(value, "auto"))
+			cfg->engine = SWIW_ENGINE_CFG_AUTO;
+		else if (!strcmp(value, "inprocess"))
+			cfg->engine = SWIW_ENGINE_CFG_INPROCESS;
+		else if (!strcmp(value, "kernel"))
+			cfg->engine = SWIW_ENGINE_CFG_KERNEL;
+		else
+			return -1;
+		return 0;
+	}
 	if (!strcmp(key, "progress")) {
 		if (!strcmp(value, "poll"))
 			cfg->progress = SWIW_PROGRESS_POLL;
@@ -290,6 +301,7 @@ static void config_load(void)
 	config_env(&the_config, "SWIW_BROKER_PORT", "broker_port");
 	config_env(&the_config, "SWIW_CONNECT_TIMEOUT", "connect_timeout");
 	config_env(&the_config, "SWIW_PROGRESS", "progress");
+	config_env(&the_config, "SWIW_ENGINE", "engine");
 }
 
 const struct swiw_config *swiw_config(void)

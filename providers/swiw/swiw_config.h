@@ -21,6 +21,14 @@ struct swiw_config {
 	unsigned int connect_timeout_ms;
 	/* Who drives the engine (swiw(7), PROGRESS). */
 	int progress; /* enum swiw_progress */
+	/* Which engine runs the queues (swiw(7), KERNEL HELPER). */
+	int engine; /* enum swiw_engine_cfg */
+};
+
+enum swiw_engine_cfg {
+	SWIW_ENGINE_CFG_AUTO, /* the kernel helper if usable, else in-process */
+	SWIW_ENGINE_CFG_INPROCESS,
+	SWIW_ENGINE_CFG_KERNEL, /* the kernel helper, or no device opens */
 };
 
 enum swiw_progress {

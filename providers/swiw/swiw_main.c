@@ -29,10 +29,15 @@ static struct verbs_device *swiw_alloc_device(struct verbs_sysfs_dev *sysfs)
 static struct verbs_context *swiw_alloc_context(struct ibv_device *ibdev,
 						int cmd_fd, void *private_data)
 {
+	const struct swiw_engine_choice *eng = swiw_engine_choice();
 	struct swiw_context *ctx;
 	int err;
 
 	(void)private_data;
+	if (eng->kind == SWIW_ENGINE_NONE) {
+		errno = ENODEV; /* swiw_engine_choice said why */
+		return NULL;
+	}
 	if (cmd_fd != -1) {
 		/* Only the preload library opens swiw devices, with no fd. */
 		close(cmd_fd);
@@ -54,7 +59,8 @@ static struct verbs_context *swiw_alloc_context(struct ibv_device *ibdev,
 	}
 	ctx->ibv_ctx.context.num_comp_vectors = SWIW_NUM_COMP_VECTORS;
 	verbs_set_ops(&ctx->ibv_ctx, &swiw_ctx_ops);
-	swiw_dbg("%s: context opened", ibdev->name);
+	swiw_dbg("%s: context opened, %s engine", ibdev->name,
+		 swiw_engine_name(eng->kind));
 	return &ctx->ibv_ctx;
 }
 

@@ -64,7 +64,9 @@ static int swiw_query_device_ex(struct ibv_context *ctx,
 	if (out_size < sizeof(*d))
 		return EINVAL;
 
-	snprintf(d->fw_ver, sizeof(d->fw_ver), "swiw %s", SWIW_VERSION);
+	/* Which engine runs the queues, where any user can see it. */
+	snprintf(d->fw_ver, sizeof(d->fw_ver), "swiw %s %s", SWIW_VERSION,
+		 swiw_engine_name(swiw_engine_choice()->kind));
 	d->node_guid = ctx_dev(ctx)->node_guid;
 	d->sys_image_guid = d->node_guid;
 	d->max_mr_size = SWIW_MAX_MR_SIZE;

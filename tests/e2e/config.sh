@@ -133,3 +133,27 @@ err_has "^swiw: cannot read $(re_quote "$T_TMP"): Is a directory$" \
 	"SWIW_CONFIG naming a directory"
 assert_eq "$DEVS" "$ALL" "an unreadable SWIW_CONFIG keeps the defaults"
 pass "SWIW_CONFIG naming a directory is reported (cannot read) and the defaults apply"
+
+# --- SWIW_ENGINE -------------------------------------------------------------
+# No /dev/swiw here: auto and inprocess run the in-process engine, and say
+# which in fw_ver; kernel refuses to open a device, with the reason.
+[ -e /dev/swiw ] && fail "this host has /dev/swiw; the engine checks expect none"
+swiw_run ibv_devinfo -v -d swiw_lo
+assert_ok
+out_has 'fw_ver:[[:space:]]+swiw [0-9.]+ in-process$' "fw_ver names the engine"
+run env SWIW_LOG_LEVEL=info "${SWIW[@]}" ibv_devinfo -d swiw_lo
+assert_ok
+err_has '^swiw: in-process engine: /dev/swiw: No such file or directory$' \
+	"the reason for the in-process engine at log level info"
+run env SWIW_ENGINE=inprocess SWIW_LOG_LEVEL=info "${SWIW[@]}" \
+	ibv_devinfo -d swiw_lo
+assert_ok
+err_lacks '/dev/swiw' "engine = inprocess does not look for the helper"
+run env SWIW_ENGINE=kernel "${SWIW[@]}" ibv_devinfo -d swiw_lo
+assert_nonzero
+err_has '^swiw: engine = kernel, but the kernel helper cannot be used: /dev/swiw: No such file or directory$' \
+	"engine = kernel without the helper"
+run env SWIW_ENGINE=turbo "${SWIW[@]}" ibv_devinfo -d swiw_lo
+assert_ok
+err_has '^swiw: SWIW_ENGINE="turbo" is not valid, ignored$' "SWIW_ENGINE=turbo"
+pass "SWIW_ENGINE: in-process shown in fw_ver, kernel refused without /dev/swiw, bad values reported"

@@ -32,6 +32,7 @@ static void test_defaults(void **state)
 	assert_int_equal(cfg.broker_port, 7949);
 	assert_int_equal(cfg.connect_timeout_ms, 10000);
 	assert_int_equal(cfg.progress, SWIW_PROGRESS_POLL);
+	assert_int_equal(cfg.engine, SWIW_ENGINE_CFG_AUTO);
 }
 
 static void test_parse_keys(void **state)
@@ -170,6 +171,14 @@ static void test_broker_keys(void **state)
 	assert_int_equal(cfg.progress, SWIW_PROGRESS_POLL);
 	assert_int_equal(swiw_config_set(&cfg, "progress", "busy"), -1);
 	assert_int_equal(cfg.progress, SWIW_PROGRESS_POLL);
+	assert_int_equal(swiw_config_set(&cfg, "engine", "kernel"), 0);
+	assert_int_equal(cfg.engine, SWIW_ENGINE_CFG_KERNEL);
+	assert_int_equal(swiw_config_set(&cfg, "engine", "inprocess"), 0);
+	assert_int_equal(cfg.engine, SWIW_ENGINE_CFG_INPROCESS);
+	assert_int_equal(swiw_config_set(&cfg, "engine", "auto"), 0);
+	assert_int_equal(cfg.engine, SWIW_ENGINE_CFG_AUTO);
+	assert_int_equal(swiw_config_set(&cfg, "engine", "gpu"), -1);
+	assert_int_equal(cfg.engine, SWIW_ENGINE_CFG_AUTO);
 }
 
 static void test_iface_match(void **state)

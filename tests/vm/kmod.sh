@@ -26,6 +26,25 @@ t_nobody() {
 		lab_fail "swiw_kmod_test as nobody"
 }
 
+# With the skeleton loaded, the provider finds /dev/swiw, sees it has no
+# data path, and runs in-process; engine = kernel refuses to open.
+t_provider() {
+	local run=$SWIW_BUILD/bin/swiw-run out
+
+	out=$(SWIW_CONFIG=/dev/null SWIW_LOG_LEVEL=info "$run" ibv_devinfo -v \
+		-d swiw_lo 2>&1) || lab_fail "ibv_devinfo: $out"
+	grep -q 'has no data path (the skeleton helper)' <<<"$out" ||
+		lab_fail "no reason logged: $out"
+	grep -Eq 'fw_ver:[[:space:]]+swiw [0-9.]+ in-process' <<<"$out" ||
+		lab_fail "fw_ver does not say in-process: $out"
+	if out=$(SWIW_CONFIG=/dev/null SWIW_ENGINE=kernel "$run" ibv_devinfo \
+		-d swiw_lo 2>&1); then
+		lab_fail "engine = kernel opened a device: $out"
+	fi
+	grep -q 'engine = kernel, but the kernel helper cannot be used' <<<"$out" ||
+		lab_fail "engine = kernel: no reason: $out"
+}
+
 t_unload() {
 	local refs
 
@@ -39,6 +58,7 @@ lab_note "guest $(uname -r), swiw.ko from the lab's module tree"
 lab_test kmod.load t_load
 lab_test kmod.ioctl.root t_root
 lab_test kmod.ioctl.nobody t_nobody
+lab_test kmod.provider t_provider
 lab_test kmod.unload t_unload
 lab_test dmesg lab_dmesg_clean
 lab_summary
