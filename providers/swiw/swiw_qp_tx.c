@@ -111,12 +111,59 @@ static uint32_t gather(struct swiw_stream *s, uint32_t off, uint32_t len,
 
 /* Cuts segments of the current message into the batch until it is full
  * or the message ends. 0, or a negative errno. */
+static int next_sqe(struct swiw_stream *s);
+
+/*
+ * The batch's message ended with room to spare: start the next WR in the
+ * same batch, so that small messages share one sendmsg. Only plain Sends
+ * and Writes from registered memory, with nothing owed to the peer first:
+ * their completion is due once the batch is out (bdone), inline data
+ * lives in one buffer per stream, and anything else has work of its own
+ * at msg_done. True if the next message started.
+ */
+static bool chain_next(struct swiw_stream *s)
+{
+	const struct swiw_sqe *sqe;
+	uint8_t op = s->sq_op;
+
+	if (s->kind != TX_SQE || s->rr_head != s->rr_tail ||
+	    (op != SWIW_OP_SEND && op != SWIW_OP_SEND_INV &&
+	     op != SWIW_OP_WRITE) ||
+	    (s->nsrc && s->src[0].addr == s->inl))
+		return false;
+	sqe = swiw_ring_cons_slot(&s->qp->sq_eng);
+	if (!sqe || (sqe->flags & (SWIW_WQE_INLINE | SWIW_WQE_FENCE)) ||
+	    (sqe->opcode != SWIW_OP_SEND && sqe->opcode != SWIW_OP_SEND_INV &&
+	     sqe->opcode != SWIW_OP_WRITE))
+		return false;
+	s->bdone[s->nbdone++] = s->slot;
+	if (next_sqe(s) == 1)
+		return true;
+	/* It failed (the stream with it) or did not start: the message
+	 * just cut ends the batch as usual. */
+	s->nbdone--;
+	return false;
+}
+
+/* The batch went to TCP: the whole messages in it are done. */
+static void batch_done(struct swiw_stream *s)
+{
+	uint32_t i;
+
+	for (i = 0; i < s->nbdone; i++)
+		s->infl[s->bdone[i] & s->infl_mask].done = true;
+	if (s->nbdone)
+		swiw_stream_sq_drain(s);
+	s->nbdone = 0;
+}
+
 static int batch_build(struct swiw_stream *s)
 {
 	uint32_t nf = 0;
 
 	s->batch_last = false;
 	s->batch_bytes = 0;
+	s->nbdone = 0;
 	while (nf < TX_BATCH && !s->batch_last) {
 		struct swiw_iov pieces[1 + SWIW_MAX_SGE];
 		struct swiw_ddp_txseg seg;
@@ -153,6 +200,8 @@ static int batch_build(struct swiw_stream *s)
 						   s->ftx.markers) >
 		    TX_IOV)
 			break;
+		if (s->batch_last && nf < TX_BATCH && chain_next(s))
+			s->batch_last = false;
 	}
 	return 0;
 }
@@ -527,6 +576,7 @@ bool swiw_tx_pump(struct swiw_stream *s, uint64_t budget)
 			}
 			moved = true;
 			spent += s->batch_bytes;
+			batch_done(s);
 			if (s->batch_last)
 				msg_done(s);
 			if (spent >= budget) {

@@ -137,6 +137,9 @@ struct swiw_stream {
 	uint32_t niov, iov_pos;
 	bool batch_last; /* the batch ends the message */
 	uint64_t batch_bytes; /* DDP octets in the batch */
+	/* Whole messages earlier in the batch: their WRs are done when it
+	 * has gone to TCP (see chain_next). */
+	uint32_t bdone[TX_BATCH], nbdone;
 
 	struct infl *infl;
 	uint32_t infl_mask, infl_head, infl_tail;
