@@ -18,32 +18,8 @@
 #include <linux/uaccess.h>
 #include <rdma/ib_user_ioctl_verbs.h>
 
+#include "swiw_access.h"
 #include "swiw_kmod.h"
-
-#define SWIW_ACCESS_KNOWN                                                \
-	(IB_UVERBS_ACCESS_LOCAL_WRITE | IB_UVERBS_ACCESS_REMOTE_WRITE |  \
-	 IB_UVERBS_ACCESS_REMOTE_READ | IB_UVERBS_ACCESS_REMOTE_ATOMIC | \
-	 IB_UVERBS_ACCESS_MW_BIND | IB_UVERBS_ACCESS_ZERO_BASED |        \
-	 IB_UVERBS_ACCESS_ON_DEMAND | IB_UVERBS_ACCESS_HUGETLB)
-#define SWIW_ACCESS_NEEDS_WRITE                                         \
-	(IB_UVERBS_ACCESS_LOCAL_WRITE | IB_UVERBS_ACCESS_REMOTE_WRITE | \
-	 IB_UVERBS_ACCESS_REMOTE_ATOMIC)
-
-/* The provider's own checks (swiw_verbs.c), so both engines answer alike. */
-static int swiw_mr_access_check(u32 access)
-{
-	u32 a = access & ~IB_UVERBS_ACCESS_OPTIONAL_RANGE;
-
-	if (a & ~SWIW_ACCESS_KNOWN)
-		return -EINVAL;
-	if ((a & (IB_UVERBS_ACCESS_REMOTE_WRITE |
-		  IB_UVERBS_ACCESS_REMOTE_ATOMIC)) &&
-	    !(a & IB_UVERBS_ACCESS_LOCAL_WRITE))
-		return -EINVAL;
-	if (a & (IB_UVERBS_ACCESS_ON_DEMAND | IB_UVERBS_ACCESS_ZERO_BASED))
-		return -EOPNOTSUPP;
-	return 0;
-}
 
 static void swiw_mr_unpin(struct swiw_kmr *mr, unsigned long npinned)
 {
@@ -117,7 +93,7 @@ int swiw_mr_reg(struct swiw_kfile *f, void __user *arg)
 
 	if (copy_from_user(&req, arg, sizeof(req)))
 		return -EFAULT;
-	ret = swiw_mr_access_check(req.access);
+	ret = swiw_access_check(req.access);
 	if (ret)
 		return ret;
 	if (!req.length || req.length > SWIW_MAX_MR_SIZE ||

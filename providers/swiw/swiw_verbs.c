@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "swiw.h"
+#include "swiw_access.h"
 
 #ifndef SWIW_VERSION
 #define SWIW_VERSION "0"
@@ -285,30 +286,15 @@ static int swiw_dealloc_pd(struct ibv_pd *ibpd)
 	return 0;
 }
 
-#define SWIW_ACCESS_KNOWN                                                    \
-	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |                  \
-	 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |                 \
-	 IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED | IBV_ACCESS_ON_DEMAND | \
-	 IBV_ACCESS_HUGETLB)
-#define SWIW_ACCESS_NEEDS_WRITE                             \
-	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
-	 IBV_ACCESS_REMOTE_ATOMIC)
-
-/* 0, or the errno the kernel's MR checks would give for @access. */
-static int mr_access_check(int access)
-{
-	unsigned int a = (unsigned int)access & ~IBV_ACCESS_OPTIONAL_RANGE;
-
-	if (a & ~SWIW_ACCESS_KNOWN)
-		return EINVAL;
-	/* Remote writers need the local write right as well (IB spec). */
-	if ((a & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
-	    !(a & IBV_ACCESS_LOCAL_WRITE))
-		return EINVAL;
-	if (a & (IBV_ACCESS_ON_DEMAND | IBV_ACCESS_ZERO_BASED))
-		return EOPNOTSUPP; /* not advertised */
-	return 0;
-}
+_Static_assert((int)IBV_ACCESS_LOCAL_WRITE ==
+			       (int)IB_UVERBS_ACCESS_LOCAL_WRITE &&
+		       (int)IBV_ACCESS_REMOTE_ATOMIC ==
+			       (int)IB_UVERBS_ACCESS_REMOTE_ATOMIC &&
+		       (int)IBV_ACCESS_ON_DEMAND ==
+			       (int)IB_UVERBS_ACCESS_ON_DEMAND &&
+		       (int)IBV_ACCESS_OPTIONAL_RANGE ==
+			       (int)IB_UVERBS_ACCESS_OPTIONAL_RANGE,
+	       "libibverbs' access flags are the uverbs ABI's");
 
 static struct ibv_mr *swiw_reg_mr(struct ibv_pd *ibpd, void *addr,
 				  size_t length, uint64_t iova, int access)
@@ -317,7 +303,7 @@ static struct ibv_mr *swiw_reg_mr(struct ibv_pd *ibpd, void *addr,
 	struct swiw_mr *mr;
 	int err;
 
-	err = mr_access_check(access);
+	err = -swiw_access_check((unsigned int)access);
 	if (!err && (!length || length > SWIW_MAX_MR_SIZE))
 		err = EINVAL;
 	if (!err)
