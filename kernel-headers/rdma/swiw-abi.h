@@ -133,6 +133,9 @@ enum {
  * TERMINATE's layer, error type and code (layer << 12 | etype << 8 |
  * code) when the error came from one.
  */
+#define SWIW_VENDOR_ERR(layer, etype, ecode) \
+	((__u32)(layer) << 12 | (__u32)(etype) << 8 | (__u32)(ecode))
+
 struct swiw_cqe {
 	__aligned_u64 id; /* wr_id */
 	__u8 flags; /* SWIW_CQE_* */

@@ -400,7 +400,7 @@ static void on_end(struct swiw_stream *s)
 		break;
 	}
 	case SWIW_DDP_TERMINATE:
-		s->vendor_err = TERM_VENDOR_ERR(
+		s->vendor_err = SWIW_VENDOR_ERR(
 			g->u.term.layer, g->u.term.etype, g->u.term.ecode);
 		swiw_stream_fail(s, SWIW_V_NONE, NULL, 0,
 				 (int)swiw_term_peer_status(g->u.term.layer,

@@ -234,7 +234,7 @@ void swiw_stream_violation(struct swiw_stream *s, enum swiw_violation v,
 		  vi ? vi->name : "?");
 	if (vi)
 		s->vendor_err =
-			TERM_VENDOR_ERR(vi->layer, vi->etype, vi->ecode);
+			SWIW_VENDOR_ERR(vi->layer, vi->etype, vi->ecode);
 	swiw_stream_fail(s, v, seg, seg_len, -1, vi_event(v));
 }
 

@@ -14,10 +14,6 @@
 #include "swiw_mpa.h"
 #include "swiw_term.h"
 
-/* A TERMINATE's codes as swiw-abi.h puts them in a CQE's vendor_err. */
-#define TERM_VENDOR_ERR(layer, etype, ecode) \
-	((uint32_t)(layer) << 12 | (uint32_t)(etype) << 8 | (uint32_t)(ecode))
-
 #define TX_BATCH 16
 #define TX_IOV 1024
 #define STAGE_SIZE (256 * 1024)
