@@ -36,7 +36,9 @@
  *
  * DOORBELLS
  * The provider rings the engine only when the queue may have been idle:
- * in-process, an eventfd write; with the helper, SWIW_IOC_DOORBELL. A
+ * in-process, an eventfd write; with the helper, SWIW_IOC_DOORBELL. The
+ * helper's file polls readable (POLLIN) while any of its streams has an
+ * event the provider has not consumed. A
  * completion queue's arm word (struct swiw_cq_ctrl, after the last CQE)
  * asks the engine for one event on the next (or next solicited)
  * completion; the engine clears it when it fires.
@@ -161,10 +163,46 @@ struct swiw_cq_ctrl {
 };
 
 /*
- * A stream's transmit ring (kernel helper only): one DDP segment each,
- * header built by the provider, payload gathered by the helper from
- * registered memory; the helper frames it (MPA length, markers at the
- * socket's real sequence positions, pad, CRC) and sends it.
+ * HELPER STREAMS
+ * With the helper, a QP's connected TCP socket is split in two halves.
+ * The provider (upper half) keeps the send queue, the completion queue,
+ * ORD, completions and every TERMINATE decision; it also runs the MPA
+ * Request/Reply itself. The helper (lower half) takes the socket with
+ * SWIW_IOC_ATTACH right after the Request/Reply, before any FPDU either
+ * way, and from then on does everything that must happen while the
+ * owning process may not run:
+ *  - transmit: DDP segments the provider cut (struct swiw_txd), framed
+ *    (MPA length, markers at the socket's own sequence positions, pad,
+ *    CRC), payload gathered from registered memory;
+ *  - receive: deframing, CRC, DDP/RDMAP validation, placement of tagged
+ *    payload into registered memory and of untagged payload into the
+ *    receive WRs it takes from the RQ ring (an SRQ's ring may be shared
+ *    by several streams);
+ *  - Read and Atomic Requests of the peer, answered in order by the
+ *    helper itself (IRD from ATTACH), interleaved with the provider's
+ *    messages only between a segment with L and the next;
+ *  - remote invalidation (Send with Invalidate) of the file's regions.
+ * The marker origin of each direction is the socket's sequence number
+ * at ATTACH: the provider must have read exactly the MPA frames and
+ * written nothing after its own. Octets already queued are processed
+ * at ATTACH.
+ *
+ * A stream's transmit ring: one DDP segment per txd, the header built by
+ * the provider (hdr_len octets, at most 70), the payload (payload_len
+ * octets, the sum of sge[].length; num_sge at most SWIW_TXD_SGE) gathered
+ * from regions of this file by lkey. hdr_len + payload_len is the ULPDU
+ * (at least 18, at most 65535 octets; the provider keeps it within its
+ * MULPDU). The helper clears a txd's VALID only when the txd is fully on
+ * the socket (accepted by TCP), so the provider may keep what a txd
+ * points at until then.
+ * A txd the helper cannot send (bad lengths, an lkey that is not a
+ * region of this file or a range outside it) is not sent, nor is
+ * anything after it: the helper posts SWIW_RXEV_SENT for it with a
+ * positive errno in status and stops transmitting.
+ * SWIW_TXD_INVALIDATE is no segment: hdr holds an STag (host order, 4
+ * octets, hdr_len 4) that the helper invalidates in ring order, and
+ * SWIW_RXEV_SENT always follows with status 0, or ENOENT (no such
+ * region) or EACCES.
  */
 #define SWIW_TXD_HDR_MAX 72 /* the largest DDP/RDMAP header, padded */
 #define SWIW_TXD_SGE 4
@@ -181,28 +219,67 @@ struct swiw_txd {
 
 enum {
 	SWIW_TXD_EVENT = 0x0100, /* post SWIW_RXEV_SENT once on the wire */
+	SWIW_TXD_INVALIDATE = 0x0200, /* local invalidate of hdr's STag */
 };
 
 /*
- * A stream's receive-event ring (kernel helper only): what the helper
- * placed or could not place. Placement itself (tagged into registered
- * memory, untagged into the RQE it took from the RQ) is done by then.
+ * A stream's receive-event ring: what the helper placed or could not
+ * place, and what it sent. Placement itself is done by then. Events:
+ *  SEGMENT, for messages the upper half completes, once each, when its
+ *    last segment has been placed; hdr holds that segment's header
+ *    (hdr_len octets, as received, at most 70):
+ *    - an untagged message on queue 0 (Send family, Immediate Data):
+ *      id is the RQE it went into, flags has SWIW_RXEV_RQE, len the
+ *      message's octets; for Immediate Data, len is instead the length
+ *      of the RDMA Write message received just before it on the stream
+ *      (0 when the message before it was not a Write), and flags has
+ *      SWIW_RXEV_AFTER_WRITE when there was one;
+ *    - a Read Response (the READ's sink STag in hdr), len its octets;
+ *    - an Atomic Response (the original value in hdr);
+ *    - a TERMINATE of the peer; the helper receives nothing after it;
+ *    - with SWIW_ATTACH_RTR_EVENT, also the first message of the
+ *      stream, whatever it is (the RTR of RFC 6581), id 0, before any
+ *      other event for it.
+ *    Whole RDMA Writes, Read Requests and Atomic Requests post nothing.
+ *  SENT: a txd with SWIW_TXD_EVENT (or a failed one, see above) is on
+ *    the socket; id is the txd's, status 0 or why it was not sent.
+ *  VIOLATION: the peer broke the protocol, or placement failed; the
+ *    helper receives nothing more. violation is the wire core's enum
+ *    swiw_violation, hdr the first octets of the offending ULPDU (when
+ *    known, else hdr_len 0) for the TERMINATE the provider sends. If it
+ *    had taken an RQE for a message not yet complete, id is that RQE
+ *    and flags has SWIW_RXEV_RQE.
+ *  CLOSED: the TCP stream ended (status 0 for a FIN, else the socket's
+ *    errno); the helper receives nothing more. An RQE taken and not
+ *    completed is reported as for VIOLATION.
+ * An RQE the helper took is always reported exactly once: in a SEGMENT
+ * or with SWIW_RXEV_RQE in the event that ends reception.
+ *
+ * When the helper finds the event ring full, it stops (receiving and
+ * transmitting) until the next SWIW_IOC_DOORBELL of that stream: the
+ * provider rings it after any drain that consumed at least half the
+ * ring's slots, which a stall always leads to.
  */
 enum swiw_rxev_type {
-	SWIW_RXEV_SEGMENT = 1, /* a DDP segment; hdr holds its header */
+	SWIW_RXEV_SEGMENT = 1, /* a message ended; hdr holds its header */
 	SWIW_RXEV_SENT = 2, /* a txd with SWIW_TXD_EVENT went out */
 	SWIW_RXEV_VIOLATION = 3, /* the stream failed: code below */
 	SWIW_RXEV_CLOSED = 4, /* the peer closed the TCP stream */
 };
 
+enum {
+	SWIW_RXEV_RQE = 0x0100, /* id is an RQE taken from the RQ ring */
+	SWIW_RXEV_AFTER_WRITE = 0x0200, /* Immediate Data after a Write */
+};
+
 struct swiw_rxev {
-	__aligned_u64 id; /* txd id (SENT), RQE id (untagged SEGMENT) */
-	__u16 flags; /* SWIW_SLOT_VALID */
+	__aligned_u64 id; /* txd id (SENT), RQE id (SWIW_RXEV_RQE) */
+	__u16 flags; /* SWIW_SLOT_VALID | SWIW_RXEV_* */
 	__u8 type; /* enum swiw_rxev_type */
 	__u8 hdr_len;
 	__u32 len; /* payload octets placed */
 	__u32 violation; /* the wire core's enum swiw_violation */
-	__u32 rsvd;
+	__u32 status; /* SENT, CLOSED: 0 or a positive errno */
 	__u8 hdr[SWIW_TXD_HDR_MAX];
 };
 
@@ -257,9 +334,16 @@ enum {
 	SWIW_ATTACH_CRC = 0x1,
 	SWIW_ATTACH_MARKERS_TX = 0x2,
 	SWIW_ATTACH_MARKERS_RX = 0x4,
+	SWIW_ATTACH_RTR_EVENT = 0x8, /* report the first message received */
 };
 
-/* Hands a connected TCP socket, MPA done, to the helper. */
+/*
+ * Hands a connected TCP socket, MPA Request/Reply done, to the helper
+ * (see HELPER STREAMS). sq_id and cq_id are 0: the provider keeps its
+ * send and completion queues. rq_id is an RQ ring (an SRQ's ring may be
+ * given to several streams). The rings stay the file's; the socket stays
+ * the provider's fd, which must not be read or written until DETACH.
+ */
 struct swiw_ioc_attach {
 	__s32 sock_fd; /* in: connected TCP socket */
 	__u32 flags; /* in: SWIW_ATTACH_* as negotiated */
@@ -270,8 +354,24 @@ struct swiw_ioc_attach {
 	__u32 rsvd[2];
 };
 
+/*
+ * DOORBELL: the transmit ring has new txds (or the event ring was
+ * drained); the helper sends what the socket takes at once, the rest
+ * when it has room. DETACH: the helper stops at once, gives the socket
+ * its own callbacks back and drops what it had not sent; an RQE it had
+ * taken for a message not complete comes back in a CLOSED event
+ * (status ECANCELED), so the provider drains the event ring, then
+ * flushes. Closing the file detaches every stream.
+ */
 struct swiw_ioc_stream {
 	__u32 stream_id; /* in */
+	__u32 rsvd;
+};
+
+/* Frees a ring no stream uses (EBUSY while attached); its mapping may
+ * outlive it, the memory goes with the last munmap. */
+struct swiw_ioc_queue_free {
+	__u32 id; /* in */
 	__u32 rsvd;
 };
 
@@ -282,5 +382,6 @@ struct swiw_ioc_stream {
 #define SWIW_IOC_ATTACH _IOWR(SWIW_IOC_MAGIC, 4, struct swiw_ioc_attach)
 #define SWIW_IOC_DOORBELL _IOW(SWIW_IOC_MAGIC, 5, struct swiw_ioc_stream)
 #define SWIW_IOC_DETACH _IOW(SWIW_IOC_MAGIC, 6, struct swiw_ioc_stream)
+#define SWIW_IOC_QUEUE_FREE _IOW(SWIW_IOC_MAGIC, 7, struct swiw_ioc_queue_free)
 
 #endif /* SWIW_ABI_H */

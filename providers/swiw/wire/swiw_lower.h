@@ -1,0 +1,227 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * The lower half of a helper stream (swiw-abi.h, HELPER STREAMS): what
+ * swiw.ko does behind /dev/swiw once a socket is attached, written once
+ * and compiled into the module and into the provider (whose "ring"
+ * engine runs it on its progress thread, so the contract is tested
+ * without a kernel).
+ *
+ * Transmit: txds from the stream's transmit ring, checked, their payload
+ * gathered from registered memory, framed by swiw_fpdu_tx_build() and
+ * handed to the transport; Read and Atomic Responses of the helper's own
+ * go between messages. Receive: octets pushed in order through
+ * swiw_fpdu_rx, swiw_ddp_rx_segment() with this file's regions and the
+ * RQ ring, payload copied into place, and events on the event ring.
+ *
+ * The environment (kernel or user space) supplies memory, the transport
+ * and wake-ups through struct swiw_lower_ops, and serialises every call
+ * on one struct swiw_lower (a stream lock). Ring memory is shared with a
+ * process that may scribble on it at any time: every element is copied
+ * out once and checked as if it came from the network.
+ */
+#ifndef SWIW_LOWER_H
+#define SWIW_LOWER_H
+
+#include "swiw_port.h"
+#include "swiw_ddp.h"
+#include "swiw_fpdu.h"
+
+#include <rdma/swiw-abi.h>
+
+/* One side's view of a ring in shared memory (see swiw-abi.h). */
+struct swiw_lower_ring {
+	u8 *base;
+	u32 num; /* a power of two */
+	u32 stride;
+	u32 pos; /* this side's next slot, unmasked */
+};
+
+/*
+ * An RQ ring and its consumer position: one per RQ or SRQ, shared by
+ * every stream attached to it, under ops->rq_lock().
+ */
+struct swiw_lower_rq {
+	struct swiw_lower_ring ring;
+	u32 max_sge; /* RQEs with more SGEs are a local error */
+};
+
+/* A registered region, as mr_get() found it. */
+struct swiw_lower_mr {
+	void *handle; /* the environment's; held until mr_put() */
+	u64 base; /* the address of its first octet (the iova) */
+	u64 len;
+	u32 access; /* SWIW_ACC_* (swiw_ddp.h) */
+};
+
+struct swiw_lower_ops {
+	/*
+	 * Finds the valid region @stag names (key included) and holds it:
+	 * 0, or -ENOENT. Regions of the stream's file (or process) only.
+	 */
+	int (*mr_get)(void *env, u32 stag, struct swiw_lower_mr *mr);
+	void (*mr_put)(void *env, void *handle);
+	/* Invalidates @stag: 0, -ENOENT, or -EACCES (cannot be). */
+	int (*mr_invalidate)(void *env, u32 stag);
+	/* Copies @len octets to @addr, which the caller checked lies in
+	 * the held region. */
+	void (*mr_write)(void *env, void *handle, u64 addr, const void *src,
+			 u32 len);
+	/*
+	 * Describes @len octets at @addr of the held region as at most @max
+	 * contiguous pieces that stay valid while it is held; returns the
+	 * pieces used, 0 if @max is too few.
+	 */
+	u32 (*mr_map)(void *env, void *handle, u64 addr, u32 len,
+		      struct swiw_iov *iov, u32 max);
+	/* Applies @a atomically to the 8 octets at @addr (8-aligned, in
+	 * the held region): 0 with *@orig, or -EFAULT. */
+	int (*mr_atomic)(void *env, void *handle, u64 addr,
+			 const struct swiw_rdmap_atomic_req *a, u64 *orig);
+	/* Serialise the streams that take RQEs from one shared RQ. */
+	void (*rq_lock)(void *env, struct swiw_lower_rq *rq);
+	void (*rq_unlock)(void *env, struct swiw_lower_rq *rq);
+	/*
+	 * Hands @n pieces (@len octets) to the transport without blocking:
+	 * returns the octets taken (0 to @len), or a negative errno when
+	 * the transport failed (the stream then reports CLOSED).
+	 */
+	long (*send)(void *env, const struct swiw_iov *iov, u32 n, u32 len);
+	/* Events were posted: wake whoever waits for them. */
+	void (*wake)(void *env);
+};
+
+struct swiw_lower_cfg {
+	bool crc;
+	bool markers_tx;
+	bool markers_rx;
+	bool rtr_event; /* SWIW_ATTACH_RTR_EVENT */
+	u32 ird; /* Read and Atomic Requests the peer may have outstanding */
+	u32 mulpdu; /* for the helper's own Read Response segments */
+	u32 tx_pos; /* marker offsets of the next octet out and in: */
+	u32 rx_pos; /* 0 when attached before any FPDU (swiw-abi.h) */
+	struct swiw_lower_ring tx; /* consumer view */
+	struct swiw_lower_ring rxev; /* producer view */
+	struct swiw_lower_rq *rq; /* shared; the environment owns it */
+};
+
+/* A response of ours to a Read or Atomic Request, waiting its turn. */
+struct swiw_lower_resp {
+	bool atomic;
+	void *mr; /* the held source region (Read Response), or NULL */
+	u64 src; /* address of the first octet to send */
+	struct swiw_rdmap_msg msg;
+};
+
+/* The RQE the current untagged message goes into. */
+struct swiw_lower_rqe {
+	bool valid;
+	bool bad; /* an SGE failed its checks: SWIW_V_DDP_CATASTROPHIC */
+	u64 id;
+	u32 nsge;
+	u64 len;
+	struct {
+		void *mr; /* held */
+		u64 addr;
+		u32 len;
+	} sge[SWIW_MAX_SGE];
+};
+
+/*
+ * Per stream; the caller allocates it (it is large) and keeps it. The
+ * members are the implementation's: use the functions.
+ */
+struct swiw_lower {
+	const struct swiw_lower_ops *ops;
+	void *env;
+	struct swiw_lower_cfg cfg;
+
+	/* Transmit */
+	struct swiw_fpdu_tx ftx;
+	bool tx_failed; /* a bad txd: nothing more goes out */
+	bool in_msg; /* a provider message is half sent (no L yet) */
+	bool frame_busy; /* frame below holds octets not yet sent */
+	bool frame_txd; /* it is a txd's (else a response's) */
+	u32 frame_sent; /* its octets the transport took */
+	struct swiw_txd txd; /* the txd being sent, copied out */
+	void *txd_slot;
+	void *txd_mr[SWIW_TXD_SGE]; /* held while the frame is out */
+	u32 txd_nmr;
+	struct swiw_iov ulpdu[2 + SWIW_TXD_SGE * 16];
+	struct swiw_iov
+		fiov[2 * (2 + SWIW_TXD_SGE * 16) + SWIW_FPDU_MAX_MARKERS * 2];
+	struct swiw_fpdu_frame frame;
+	u8 resp_hdr[SWIW_DDP_HDR_MAX];
+	struct swiw_ddp_tx resp_tx; /* the response being cut */
+	bool resp_busy;
+	struct swiw_lower_resp resp[SWIW_MAX_IRD]; /* FIFO */
+	u32 resp_head, resp_tail;
+	u32 msn_rresp_unused; /* responses carry the request's MSN */
+
+	/* Receive */
+	struct swiw_fpdu_rx frx;
+	struct swiw_ddp_rx drx;
+	bool rx_done; /* VIOLATION, TERMINATE or CLOSED posted */
+	bool first_seen; /* the RTR event went */
+	bool seg_ok;
+	struct swiw_ddp_seg seg;
+	struct swiw_ddp_dest dst;
+	struct swiw_lower_mr tmr; /* the current tagged segment's region */
+	bool tmr_held;
+	struct swiw_lower_rqe rqe;
+	u64 write_acc, last_write_len;
+	bool after_write;
+
+	/* Events */
+	bool stalled; /* the event ring was full: wait for a doorbell */
+};
+
+int swiw_lower_init(struct swiw_lower *l, const struct swiw_lower_cfg *cfg,
+		    const struct swiw_lower_ops *ops, void *env);
+
+/*
+ * Receive: feeds @len octets that followed the last ones fed. Returns 0
+ * with *@used octets consumed: fewer than @len only when reception
+ * stopped (event ring full: swiw_lower_stalled(); or a VIOLATION,
+ * TERMINATE or CLOSED posted: swiw_lower_rx_done()). The environment
+ * keeps the rest in the socket and feeds it again after a doorbell.
+ */
+int swiw_lower_rx(struct swiw_lower *l, const void *data, size_t len,
+		  size_t *used);
+
+/* The transport ended (@err 0: FIN, else a positive errno): CLOSED. */
+void swiw_lower_rx_closed(struct swiw_lower *l, int err);
+
+/*
+ * Transmit: frames and hands to the transport what the transmit ring
+ * and the response FIFO hold, until the transport takes no more or
+ * nothing is left. Returns 1 when octets are waiting for transport room
+ * (call again when it has some), 0 when idle or stopped.
+ */
+int swiw_lower_tx(struct swiw_lower *l);
+
+/* A doorbell: the event ring may have room again. */
+void swiw_lower_doorbell(struct swiw_lower *l);
+
+static inline bool swiw_lower_stalled(const struct swiw_lower *l)
+{
+	return l->stalled;
+}
+
+static inline bool swiw_lower_rx_done(const struct swiw_lower *l)
+{
+	return l->rx_done;
+}
+
+/* An event is posted that the consumer has not taken (for poll()). */
+bool swiw_lower_events_pending(const struct swiw_lower *l);
+
+/*
+ * Detach: drops every region held, the frame in progress and the
+ * responses not sent. If an RQE was taken for a message not complete
+ * and reception had not already ended, posts CLOSED with status
+ * ECANCELED and SWIW_RXEV_RQE (swiw-abi.h: every RQE taken is reported
+ * once); the provider drains the event ring after DETACH.
+ */
+void swiw_lower_fini(struct swiw_lower *l);
+
+#endif /* SWIW_LOWER_H */
