@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "verbs_abi.h"
+#include "swiw_backend.h"
 #include "swiw_broker.h"
 #include "swiw_limits.h"
 #include "swiw_log.h"
@@ -69,6 +70,7 @@ struct swiw_mr {
 	int access;
 	uint64_t iova;
 	bool invalid; /* invalidated (LOCAL_INV, Send with Invalidate) */
+	bool backend; /* the STag is the backend's (swiw_backend.h) */
 };
 
 /*
@@ -97,6 +99,7 @@ struct swiw_rq {
 	struct swiw_ring eng; /* engine: consumer view */
 	void *mem;
 	size_t mem_len;
+	struct swiw_bqueue bq; /* with a backend: its ring (mem is bq.mem) */
 	uint32_t max_sge;
 };
 
@@ -292,6 +295,7 @@ void swiw_conn_stop(struct swiw_qp *qp);
 
 /* swiw_mem.c: STags and memory checks */
 int swiw_stag_alloc(struct swiw_mr *mr);
+int swiw_stag_insert(struct swiw_mr *mr, uint32_t stag);
 void swiw_stag_free(struct swiw_mr *mr);
 int swiw_mem_check_range(const void *addr, size_t len, bool need_write);
 
@@ -321,6 +325,7 @@ int swiw_mem_invalidate(uint32_t stag, const struct ibv_pd *pd);
 enum swiw_engine_kind {
 	SWIW_ENGINE_NONE, /* the configuration asks for one that cannot run */
 	SWIW_ENGINE_INPROCESS,
+	SWIW_ENGINE_RING, /* the lower half in the process, over the rings */
 	SWIW_ENGINE_KERNEL,
 };
 

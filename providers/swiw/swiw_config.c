@@ -131,6 +131,8 @@ int swiw_config_set(struct swiw_config *cfg, const char *key, const char *value)
 			cfg->engine = SWIW_ENGINE_CFG_INPROCESS;
 		else if (!strcmp(value, "kernel"))
 			cfg->engine = SWIW_ENGINE_CFG_KERNEL;
+		else if (!strcmp(value, "ring"))
+			cfg->engine = SWIW_ENGINE_CFG_RING;
 		else
 			return -1;
 		return 0;

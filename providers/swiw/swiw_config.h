@@ -29,6 +29,7 @@ enum swiw_engine_cfg {
 	SWIW_ENGINE_CFG_AUTO, /* the kernel helper if usable, else in-process */
 	SWIW_ENGINE_CFG_INPROCESS,
 	SWIW_ENGINE_CFG_KERNEL, /* the kernel helper, or no device opens */
+	SWIW_ENGINE_CFG_RING, /* the helper's lower half, in the process */
 };
 
 enum swiw_progress {

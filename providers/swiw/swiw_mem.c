@@ -68,6 +68,32 @@ int swiw_stag_alloc(struct swiw_mr *mr)
 	return 0;
 }
 
+/*
+ * The backend registered the region and chose @stag (same layout: index
+ * << 8 | key): the table keeps it under that STag for the local checks.
+ */
+int swiw_stag_insert(struct swiw_mr *mr, uint32_t stag)
+{
+	uint32_t idx = stag >> 8;
+	int err = 0;
+
+	if (!idx || idx > SWIW_MAX_MR)
+		return EINVAL;
+	pthread_mutex_lock(&stag_lock);
+	if (!stag_table)
+		stag_table = calloc(SWIW_MAX_MR + 1, sizeof(*stag_table));
+	if (!stag_table)
+		err = ENOMEM;
+	else if (stag_table[idx])
+		err = EEXIST;
+	else
+		stag_table[idx] = mr;
+	if (!err)
+		mr->stag = stag;
+	pthread_mutex_unlock(&stag_lock);
+	return err;
+}
+
 void swiw_stag_free(struct swiw_mr *mr)
 {
 	uint32_t idx = mr->stag >> 8;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "swiw.h"
+#include "swiw_backend.h"
 
 int swiw_rq_init(struct swiw_rq *rq, uint32_t num, uint32_t max_sge)
 {
@@ -17,9 +18,21 @@ int swiw_rq_init(struct swiw_rq *rq, uint32_t num, uint32_t max_sge)
 			       .flags_off = offsetof(struct swiw_rqe, flags),
 			       .flags16 = true };
 
-	rq->mem = swiw_ring_alloc(num, stride, 0, &rq->mem_len);
-	if (!rq->mem)
-		return ENOMEM;
+	const struct swiw_backend *be = swiw_backend();
+
+	if (be) {
+		/* The lower half takes receive WRs from this ring itself. */
+		int err = be->queue_alloc(SWIW_QUEUE_RQ, num, stride, &rq->bq);
+
+		if (err)
+			return err;
+		rq->mem = rq->bq.mem;
+		rq->mem_len = rq->bq.len;
+	} else {
+		rq->mem = swiw_ring_alloc(num, stride, 0, &rq->mem_len);
+		if (!rq->mem)
+			return ENOMEM;
+	}
 	r.base = rq->mem;
 	rq->ring = r;
 	rq->eng = r;
@@ -32,7 +45,10 @@ void swiw_rq_destroy(struct swiw_rq *rq)
 {
 	if (!rq->mem)
 		return;
-	swiw_ring_free(rq->mem, rq->mem_len);
+	if (rq->bq.mem)
+		swiw_backend()->queue_free(&rq->bq);
+	else
+		swiw_ring_free(rq->mem, rq->mem_len);
 	pthread_spin_destroy(&rq->lock);
 	rq->mem = NULL;
 }

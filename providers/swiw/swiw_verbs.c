@@ -296,6 +296,34 @@ _Static_assert((int)IBV_ACCESS_LOCAL_WRITE ==
 			       (int)IB_UVERBS_ACCESS_OPTIONAL_RANGE,
 	       "libibverbs' access flags are the uverbs ABI's");
 
+/*
+ * The STag: the backend's when it registers memory itself (the helper
+ * pins the region and names it; our table keeps it for the local checks),
+ * else our own table's.
+ */
+static int mr_stag_get(struct swiw_mr *mr, void *addr, size_t length,
+		       int access)
+{
+	const struct swiw_backend *be = swiw_backend();
+	uint32_t stag;
+	int err;
+
+	if (!be || !be->reg_mr)
+		return swiw_stag_alloc(mr);
+	err = be->reg_mr(addr, length, access, &stag);
+	if (err)
+		return err;
+	err = swiw_stag_insert(mr, stag);
+	if (err) {
+		swiw_err("STag 0x%x of the %s is taken in the provider's table",
+			 stag, be->name);
+		be->dereg_mr(stag);
+		return err;
+	}
+	mr->backend = true;
+	return 0;
+}
+
 static struct ibv_mr *swiw_reg_mr(struct ibv_pd *ibpd, void *addr,
 				  size_t length, uint64_t iova, int access)
 {
@@ -316,7 +344,7 @@ static struct ibv_mr *swiw_reg_mr(struct ibv_pd *ibpd, void *addr,
 	mr = swiw_obj_alloc(&sctx->nmr, SWIW_MAX_MR, sizeof(*mr));
 	if (!mr)
 		return NULL;
-	err = swiw_stag_alloc(mr);
+	err = mr_stag_get(mr, addr, length, access);
 	if (err) {
 		swiw_obj_free(&sctx->nmr, mr);
 		errno = err;
@@ -343,6 +371,13 @@ static int swiw_dereg_mr(struct verbs_mr *vmr)
 	struct ibv_mr *ibmr = &vmr->ibv_mr;
 
 	swiw_stag_free(mr);
+	if (mr->backend) {
+		int err = swiw_backend()->dereg_mr(mr->stag);
+
+		if (err)
+			swiw_warn("STag 0x%x: deregistration failed: %s",
+				  mr->stag, strerror(err));
+	}
 	atomic_fetch_sub(&to_swiw_pd(ibmr->pd)->usecnt, 1);
 	swiw_obj_free(&to_swiw_ctx(ibmr->context)->nmr, mr);
 	return 0;

@@ -153,7 +153,12 @@ run env SWIW_ENGINE=kernel "${SWIW[@]}" ibv_devinfo -d swiw_lo
 assert_nonzero
 err_has '^swiw: engine = kernel, but the kernel helper cannot be used: /dev/swiw: No such file or directory$' \
 	"engine = kernel without the helper"
+run env SWIW_ENGINE=ring SWIW_LOG_LEVEL=info "${SWIW[@]}" ibv_devinfo -v -d swiw_lo
+assert_ok
+out_has 'fw_ver:[[:space:]]+swiw [0-9.]+ ring$' "fw_ver names the ring engine"
+err_has '^swiw: ring engine: engine = ring in the configuration$' \
+	"the reason for the ring engine at log level info"
 run env SWIW_ENGINE=turbo "${SWIW[@]}" ibv_devinfo -d swiw_lo
 assert_ok
 err_has '^swiw: SWIW_ENGINE="turbo" is not valid, ignored$' "SWIW_ENGINE=turbo"
-pass "SWIW_ENGINE: in-process shown in fw_ver, kernel refused without /dev/swiw, bad values reported"
+pass "SWIW_ENGINE: in-process and ring shown in fw_ver, kernel refused without /dev/swiw, bad values reported"

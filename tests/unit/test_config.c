@@ -173,6 +173,8 @@ static void test_broker_keys(void **state)
 	assert_int_equal(cfg.progress, SWIW_PROGRESS_POLL);
 	assert_int_equal(swiw_config_set(&cfg, "engine", "kernel"), 0);
 	assert_int_equal(cfg.engine, SWIW_ENGINE_CFG_KERNEL);
+	assert_int_equal(swiw_config_set(&cfg, "engine", "ring"), 0);
+	assert_int_equal(cfg.engine, SWIW_ENGINE_CFG_RING);
 	assert_int_equal(swiw_config_set(&cfg, "engine", "inprocess"), 0);
 	assert_int_equal(cfg.engine, SWIW_ENGINE_CFG_INPROCESS);
 	assert_int_equal(swiw_config_set(&cfg, "engine", "auto"), 0);

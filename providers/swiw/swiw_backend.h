@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * The lower half behind the swiw-abi.h rings, when one runs the queues:
+ * the kernel helper (/dev/swiw, swiw_helper.c) or the same lower half in
+ * the process (engine = ring, swiw_ring_engine.c). The provider calls
+ * only these; the in-process engine has no backend (swiw_backend()
+ * returns NULL) and keeps its own memory and rings.
+ */
+#ifndef SWIW_BACKEND_H
+#define SWIW_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <rdma/swiw-abi.h>
+
+/* A ring the backend allocated: its id in other calls, and its memory. */
+struct swiw_bqueue {
+	uint32_t id;
+	void *mem;
+	size_t len;
+};
+
+struct swiw_backend {
+	const char *name;
+	/*
+	 * Registers a region and names its STag, which the provider's own
+	 * table then keeps (swiw_stag_insert). NULL: the provider's table
+	 * allocates the STag and the backend looks regions up there.
+	 */
+	int (*reg_mr)(void *addr, uint64_t len, int access, uint32_t *stag);
+	int (*dereg_mr)(uint32_t stag);
+	/* Zeroed ring of @num slots of @stride octets: 0 or a positive errno. */
+	int (*queue_alloc)(uint32_t kind, uint32_t num, uint32_t stride,
+			   struct swiw_bqueue *q);
+	void (*queue_free)(struct swiw_bqueue *q);
+	/* Hands a socket over (swiw-abi.h): 0 or a positive errno. */
+	int (*attach)(struct swiw_ioc_attach *a);
+	int (*doorbell)(uint32_t stream_id);
+	int (*detach)(uint32_t stream_id);
+	/*
+	 * The fd the engine thread polls for events (-1: none, the backend
+	 * reports through swiw_backend_wake on the engine thread itself).
+	 */
+	int event_fd;
+	/* Send with Invalidate and INVALIDATE txds change the helper's
+	 * table only: the provider mirrors them in its own. */
+	bool mirror_invalidate;
+};
+
+/* The process's backend, or NULL with the in-process engine. */
+const struct swiw_backend *swiw_backend(void);
+
+/* swiw_helper.c: /dev/swiw */
+extern struct swiw_backend swiw_kernel_backend;
+int swiw_kernel_backend_open(int fd);
+
+/* swiw_ring_engine.c: the lower half run in the process */
+extern struct swiw_backend swiw_ring_backend;
+
+#endif /* SWIW_BACKEND_H */
