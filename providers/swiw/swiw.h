@@ -254,6 +254,7 @@ int swiw_rq_init(struct swiw_rq *rq, uint32_t num, uint32_t max_sge);
 void swiw_rq_destroy(struct swiw_rq *rq);
 int swiw_rq_post(struct swiw_rq *rq, struct ibv_recv_wr *wr,
 		 struct ibv_recv_wr **bad_wr);
+void swiw_rq_resync(struct swiw_rq *rq);
 
 /* swiw_cq_ex.c, swiw_qp_ex.c: the extended verbs */
 struct ibv_cq_ex *swiw_create_cq_ex(struct ibv_context *ctx,
@@ -296,6 +297,11 @@ void swiw_conn_stop(struct swiw_qp *qp);
 /* swiw_mem.c: STags and memory checks */
 int swiw_stag_alloc(struct swiw_mr *mr);
 int swiw_stag_insert(struct swiw_mr *mr, uint32_t stag);
+int swiw_mr_stag_get(struct swiw_mr *mr, void *addr, size_t length, int access);
+void swiw_mr_stag_put(struct swiw_mr *mr);
+struct swiw_mr *swiw_mr_internal(struct ibv_pd *pd, void *addr, size_t len,
+				 int *err);
+void swiw_mr_internal_free(struct swiw_mr *mr);
 void swiw_stag_free(struct swiw_mr *mr);
 int swiw_mem_check_range(const void *addr, size_t len, bool need_write);
 

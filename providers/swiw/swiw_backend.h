@@ -58,5 +58,8 @@ int swiw_kernel_backend_open(int fd);
 
 /* swiw_ring_engine.c: the lower half run in the process */
 extern struct swiw_backend swiw_ring_backend;
+/* Its streams' sockets, from the engine's epoll: the events wanted next. */
+uint32_t swiw_ring_stream_io(uint32_t id, uint32_t events);
+uint32_t swiw_ring_stream_interest(uint32_t id);
 
 #endif /* SWIW_BACKEND_H */

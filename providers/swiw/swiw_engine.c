@@ -73,7 +73,8 @@ static bool eng_started;
 static int eng_epfd = -1, eng_evfd = -1;
 static pthread_t eng_thread;
 static unsigned int eng_waiters; /* application threads in swiw_eng_lock */
-static char doorbell_tag;
+static char doorbell_tag, helper_tag;
+static bool helper_watched;
 static bool eng_poll_mode; /* progress = poll */
 static uint64_t last_poll_ns; /* when an application last drove it */
 static uint64_t thread_wake_ns; /* the thread sleeps until then at most */
@@ -160,6 +161,18 @@ void swiw_engine_sq_posted(struct swiw_qp *qp)
 		swiw_eng_doorbell();
 }
 
+/* The helper's file joins the epoll set with its first stream. */
+void swiw_eng_watch_helper(int fd)
+{
+	swiw_eng_assert_held();
+	if (helper_watched)
+		return;
+	if (swiw_eng_epoll_ctl(EPOLL_CTL_ADD, fd, EPOLLIN, &helper_tag))
+		swiw_err("cannot watch the kernel helper's events");
+	else
+		helper_watched = true;
+}
+
 int swiw_eng_epoll_ctl(int op, int fd, uint32_t events, void *ptr)
 {
 	struct epoll_event ev = { .events = events, .data.ptr = ptr };
@@ -186,6 +199,10 @@ static bool eng_events(const struct epoll_event *evs, int n, bool thread)
 
 			if (read(eng_evfd, &v, sizeof(v)) < 0)
 				(void)0; /* EAGAIN: already drained */
+			continue;
+		}
+		if (evs[i].data.ptr == &helper_tag) {
+			swiw_helpers_kernel_event();
 			continue;
 		}
 		if (swiw_conn_is_broker(evs[i].data.ptr)) {
@@ -413,6 +430,7 @@ void swiw_engine_flush_qp_locked(struct swiw_qp *qp)
 	}
 	if (qp->srq)
 		return; /* a shared queue outlives this QP's error */
+	swiw_rq_resync(qp->rq);
 	while ((slot = swiw_ring_cons_slot(&qp->rq->eng))) {
 		const struct swiw_rqe *rqe = slot;
 
@@ -448,6 +466,8 @@ void swiw_engine_reset_qp(struct swiw_qp *qp)
 
 	while ((slot = swiw_ring_cons_slot(&qp->sq_eng)))
 		swiw_ring_release(&qp->sq_eng, slot);
+	if (!qp->srq)
+		swiw_rq_resync(qp->rq);
 	if (!qp->srq)
 		while ((slot = swiw_ring_cons_slot(&qp->rq->eng)))
 			swiw_ring_release(&qp->rq->eng, slot);

@@ -211,8 +211,8 @@ int swiw_mem_invalidate(uint32_t stag, const struct ibv_pd *pd)
 	mr = stag_table ? stag_table[idx] : NULL;
 	if (!mr || mr->stag != stag || mr->invalid)
 		err = SWIW_MEM_INVALID;
-	else if (mr->vmr.ibv_mr.pd != pd)
-		err = SWIW_MEM_NOT_ASSOC;
+	else if (pd && mr->vmr.ibv_mr.pd != pd)
+		err = SWIW_MEM_NOT_ASSOC; /* NULL: the lower half's, no PDs */
 	else
 		mr->invalid = true;
 	pthread_mutex_unlock(&stag_lock);

@@ -25,14 +25,6 @@
 
 /* Memory lookups for swiw_ddp_rx_segment ------------------------------ */
 
-static int access_bits(int ibv)
-{
-	return (ibv & IBV_ACCESS_LOCAL_WRITE ? SWIW_ACC_LOCAL_WRITE : 0) |
-	       (ibv & IBV_ACCESS_REMOTE_WRITE ? SWIW_ACC_REMOTE_WRITE : 0) |
-	       (ibv & IBV_ACCESS_REMOTE_READ ? SWIW_ACC_REMOTE_READ : 0) |
-	       (ibv & IBV_ACCESS_REMOTE_ATOMIC ? SWIW_ACC_REMOTE_ATOMIC : 0);
-}
-
 static int lookup_tagged(void *ctx, unsigned int opcode, u32 stag,
 			 struct swiw_ddp_region *r)
 {
@@ -55,7 +47,7 @@ static int lookup_tagged(void *ctx, unsigned int opcode, u32 stag,
 	r->handle = &s->tref;
 	r->base = s->tref.iova;
 	r->len = s->tref.len;
-	r->access = (u32)access_bits(s->tref.access);
+	r->access = (u32)swiw_acc_bits(s->tref.access);
 	r->associated = s->tref.pd == s->qp->vqp.qp.pd;
 	return 0;
 }
@@ -248,10 +240,10 @@ static void on_hdr(struct swiw_stream *s)
 		place(s, 0, h, hl);
 }
 
-static void complete_recv(struct swiw_stream *s, uint8_t op, uint32_t bytes,
-			  uint8_t flags, uint32_t imm_or_inv)
+static void complete_recv(struct swiw_stream *s, uint64_t id, uint8_t op,
+			  uint32_t bytes, uint8_t flags, uint32_t imm_or_inv)
 {
-	struct swiw_cqe e = { .id = s->rqe.id,
+	struct swiw_cqe e = { .id = id,
 			      .opcode = op,
 			      .flags = flags,
 			      .status = IBV_WC_SUCCESS,
@@ -265,11 +257,15 @@ static void complete_recv(struct swiw_stream *s, uint8_t op, uint32_t bytes,
 }
 
 /* A Send with Invalidate arrived whole: its STag goes first. */
-static bool remote_inv(struct swiw_stream *s, uint32_t stag)
+static bool remote_inv(struct swiw_stream *s, uint32_t stag,
+		       enum swiw_rx_inv how)
 {
-	int err = swiw_mem_invalidate(stag, s->qp->vqp.qp.pd);
+	int err;
 
-	if (!err)
+	if (how == SWIW_RX_INV_DONE)
+		return true;
+	err = swiw_mem_invalidate(stag, s->qp->vqp.qp.pd);
+	if (!err || how == SWIW_RX_INV_MIRROR)
 		return true;
 	swiw_stream_violation(s,
 			      err == SWIW_MEM_NOT_ASSOC ?
@@ -311,7 +307,7 @@ static void atomic_exec(struct swiw_stream *s)
 	s->rr_tail++;
 }
 
-static enum swiw_mpa_rtr rtr_kind(const struct swiw_ddp_seg *g)
+enum swiw_mpa_rtr swiw_rx_rtr_kind(const struct swiw_ddp_seg *g)
 {
 	if (g->opcode == RDMAP_WRITE && !g->payload_len)
 		return SWIW_MPA_RTR_WRITE;
@@ -326,13 +322,12 @@ static void on_end(struct swiw_stream *s)
 {
 	struct swiw_ddp_seg *g = &s->seg;
 	struct swiw_ddp_dest *d = &s->dst;
-	uint8_t fl;
 
 	if (!s->seg_ok)
 		return;
 	s->seg_ok = false;
 	if (swiw_mpa_state(&s->mpa) == SWIW_MPA_S_AWAIT_RTR) {
-		enum swiw_mpa_rtr k = rtr_kind(g);
+		enum swiw_mpa_rtr k = swiw_rx_rtr_kind(g);
 
 		swiw_mpa_rtr_received(&s->mpa, k);
 		swiw_stream_mpa_events(s);
@@ -345,50 +340,20 @@ static void on_end(struct swiw_stream *s)
 	case SWIW_DDP_PLACE:
 		if (!d->complete)
 			break;
-		if (g->tagged && g->opcode == RDMAP_READ_RESP) {
-			if (s->rd_head != s->rd_tail) {
-				struct rd_out *rd =
-					&s->rd[s->rd_head++ % SWIW_MAX_ORD];
-
-				if (rd->last) {
-					s->infl[rd->slot & s->infl_mask].done =
-						true;
-					swiw_stream_sq_drain(s);
-				}
-			}
-		} else if (g->tagged) {
+		if (g->tagged && g->opcode == RDMAP_WRITE) {
 			s->after_write = true;
 			s->last_write_len = s->write_acc;
 			s->write_acc = 0;
-		} else {
-			fl = 0;
-			if (g->op->flags & SWIW_OPF_SE)
-				fl |= SWIW_CQE_SOLICITED;
-			if (g->op->flags & SWIW_OPF_INVAL) {
-				if (!remote_inv(s, g->rsvd_ulp))
-					return;
-				fl |= SWIW_CQE_INV;
-			}
-			complete_recv(s, SWIW_OP_RECV,
-				      (uint32_t)(d->offset + d->len), fl,
-				      g->rsvd_ulp);
-			s->after_write = false;
+			break;
 		}
+		swiw_rx_complete(s, g, s->rqe.id,
+				 (uint32_t)(d->offset + d->len), false,
+				 SWIW_RX_INV_CHECK);
 		break;
-	case SWIW_DDP_IMMEDIATE: {
-		uint32_t imm;
-
-		memcpy(&imm, g->u.imm, sizeof(imm));
-		fl = SWIW_CQE_IMM |
-		     (g->op->flags & SWIW_OPF_SE ? SWIW_CQE_SOLICITED : 0);
-		complete_recv(s,
-			      s->after_write ? SWIW_OP_RECV_RDMA_IMM :
-					       SWIW_OP_RECV,
-			      s->after_write ? (uint32_t)s->last_write_len : 0,
-			      fl, imm);
-		s->after_write = false;
+	case SWIW_DDP_IMMEDIATE:
+		swiw_rx_complete(s, g, s->rqe.id, (uint32_t)s->last_write_len,
+				 s->after_write, SWIW_RX_INV_CHECK);
 		break;
-	}
 	case SWIW_DDP_READ_REQ: {
 		struct rresp *r = &s->rr[s->rr_tail++ % SWIW_MAX_IRD];
 
@@ -399,7 +364,65 @@ static void on_end(struct swiw_stream *s)
 		r->sink_to = g->u.rreq.sink_to;
 		break;
 	}
+	case SWIW_DDP_ATOMIC_REQ:
+		atomic_exec(s);
+		break;
 	case SWIW_DDP_TERMINATE:
+	case SWIW_DDP_ATOMIC_RESP:
+		swiw_rx_complete(s, g, 0, 0, false, SWIW_RX_INV_CHECK);
+		break;
+	default:
+		swiw_stream_violation(s, SWIW_V_RDMAP_OPCODE, NULL, 0);
+		break;
+	}
+}
+
+void swiw_rx_complete(struct swiw_stream *s, const struct swiw_ddp_seg *g,
+		      uint64_t rqe_id, uint32_t bytes, bool after_write,
+		      enum swiw_rx_inv inv)
+{
+	uint8_t fl = 0;
+
+	switch (g->opcode) {
+	case RDMAP_READ_RESP:
+		if (s->rd_head != s->rd_tail) {
+			struct rd_out *rd = &s->rd[s->rd_head++ % SWIW_MAX_ORD];
+
+			if (rd->last) {
+				s->infl[rd->slot & s->infl_mask].done = true;
+				swiw_stream_sq_drain(s);
+			}
+		}
+		break;
+	case RDMAP_SEND:
+	case RDMAP_SEND_SE:
+	case RDMAP_SEND_INVAL:
+	case RDMAP_SEND_SE_INVAL:
+		if (g->op->flags & SWIW_OPF_SE)
+			fl |= SWIW_CQE_SOLICITED;
+		if (g->op->flags & SWIW_OPF_INVAL) {
+			if (!remote_inv(s, g->rsvd_ulp, inv))
+				return;
+			fl |= SWIW_CQE_INV;
+		}
+		complete_recv(s, rqe_id, SWIW_OP_RECV, bytes, fl, g->rsvd_ulp);
+		s->after_write = false;
+		break;
+	case RDMAP_IMM_DATA:
+	case RDMAP_IMM_DATA_SE: {
+		uint32_t imm;
+
+		memcpy(&imm, g->u.imm, sizeof(imm));
+		fl = SWIW_CQE_IMM |
+		     (g->op->flags & SWIW_OPF_SE ? SWIW_CQE_SOLICITED : 0);
+		complete_recv(s, rqe_id,
+			      after_write ? SWIW_OP_RECV_RDMA_IMM :
+					    SWIW_OP_RECV,
+			      after_write ? bytes : 0, fl, imm);
+		s->after_write = false;
+		break;
+	}
+	case RDMAP_TERMINATE:
 		s->vendor_err = SWIW_VENDOR_ERR(
 			g->u.term.layer, g->u.term.etype, g->u.term.ecode);
 		swiw_stream_fail(s, SWIW_V_NONE, NULL, 0,
@@ -408,20 +431,19 @@ static void on_end(struct swiw_stream *s)
 							    g->u.term.ecode),
 				 IBV_EVENT_QP_FATAL);
 		break;
-	case SWIW_DDP_ATOMIC_REQ:
-		atomic_exec(s);
-		break;
-	case SWIW_DDP_ATOMIC_RESP: {
-		struct rd_out *rd = &s->rd[s->rd_head++ % SWIW_MAX_ORD];
+	case RDMAP_ATOMIC_RESP: {
+		struct rd_out *rd;
 		uint64_t orig = g->u.aresp.orig;
 
+		if (s->rd_head == s->rd_tail)
+			break;
+		rd = &s->rd[s->rd_head++ % SWIW_MAX_ORD];
 		memcpy(rd->result, &orig, sizeof(orig));
 		s->infl[rd->slot & s->infl_mask].done = true;
 		swiw_stream_sq_drain(s);
 		break;
 	}
 	default:
-		swiw_stream_violation(s, SWIW_V_RDMAP_OPCODE, NULL, 0);
 		break;
 	}
 }
@@ -450,7 +472,7 @@ void swiw_rx_pump(struct swiw_stream *s)
 	struct swiw_fpdu_rx_step st;
 	ssize_t r;
 
-	while (!s->failed && !s->mpa_phase) {
+	while (!s->failed && !s->mpa_phase && !s->attached) {
 		if (s->st_head == s->st_tail) {
 			uint64_t room = 0;
 			uint8_t *d = NULL;

@@ -84,9 +84,12 @@ static int batch_flush(struct swiw_stream *s)
 	return 0;
 }
 
-/* Gathers [off, off + len) of the message's source into @v. */
-static uint32_t gather(struct swiw_stream *s, uint32_t off, uint32_t len,
-		       struct swiw_iov *v, uint32_t max)
+/*
+ * Gathers [off, off + len) of the message's source into @v (process
+ * addresses) or @g (SGEs, lkey 0 for inline data); returns the pieces.
+ */
+uint32_t swiw_tx_gather(const struct swiw_stream *s, uint32_t off, uint32_t len,
+			struct swiw_iov *v, struct swiw_sge *g, uint32_t max)
 {
 	uint32_t i, n = 0;
 
@@ -100,8 +103,16 @@ static uint32_t gather(struct swiw_stream *s, uint32_t off, uint32_t len,
 		c = s->src[i].len - off;
 		if (c > len)
 			c = len;
-		v[n].base = s->src[i].addr + off;
-		v[n].len = c;
+		if (v) {
+			v[n].base = s->src[i].addr + off;
+			v[n].len = c;
+		} else {
+			g[n].laddr = s->src[i].lkey ?
+					     s->src[i].laddr + off :
+					     (uintptr_t)(s->src[i].addr + off);
+			g[n].length = c;
+			g[n].lkey = s->src[i].lkey;
+		}
 		n++;
 		len -= c;
 		off = 0;
@@ -177,8 +188,8 @@ static int batch_build(struct swiw_stream *s)
 			return rc ? rc : -EINVAL;
 		pieces[0].base = s->fr[nf].hdr;
 		pieces[0].len = seg.hdr_len;
-		np = 1 + gather(s, seg.payload_off, seg.payload_len, pieces + 1,
-				SWIW_MAX_SGE);
+		np = 1 + swiw_tx_gather(s, seg.payload_off, seg.payload_len,
+					pieces + 1, NULL, SWIW_MAX_SGE);
 		maxiov = swiw_fpdu_tx_max_iov(np, seg.hdr_len + seg.payload_len,
 					      s->ftx.markers);
 		if (s->niov + maxiov > TX_IOV) {
@@ -240,6 +251,8 @@ static bool take_sges(struct swiw_stream *s, const struct swiw_sge *sge,
 			return false;
 		s->src[s->nsrc].addr = ref.addr + (sge[i].laddr - ref.iova);
 		s->src[s->nsrc].len = sge[i].length;
+		s->src[s->nsrc].lkey = sge[i].lkey;
+		s->src[s->nsrc].laddr = sge[i].laddr;
 		s->nsrc++;
 		*total += sge[i].length;
 	}
@@ -357,10 +370,27 @@ static bool atomic_req(struct swiw_stream *s, const struct swiw_sqe *sqe,
 	return true;
 }
 
-/* LOCAL_INV: done at once, in order with the WRs before it. */
+/*
+ * LOCAL_INV: done at once, in order with the WRs before it. A helper
+ * stream checks it here and has the helper invalidate in ring order
+ * (SWIW_TXD_INVALIDATE): it completes on the helper's SENT event.
+ */
 static int local_inv(struct swiw_stream *s, uint32_t stag)
 {
-	int err = swiw_mem_invalidate(stag, s->qp->vqp.qp.pd);
+	struct swiw_mem_ref ref;
+	int err;
+
+	if (s->attached) {
+		err = swiw_mem_lookup(stag, s->qp->vqp.qp.pd, 0, 0, 0, &ref);
+		if (!err) {
+			s->infl[s->slot & s->infl_mask].inv_stag = stag;
+			s->kind = TX_SQE;
+			s->batch_last = false;
+			return 0;
+		}
+	} else {
+		err = swiw_mem_invalidate(stag, s->qp->vqp.qp.pd);
+	}
 
 	if (err) {
 		swiw_info("QP %u: LOCAL_INV of STag 0x%x failed (%s)",
@@ -435,6 +465,7 @@ static int next_sqe(struct swiw_stream *s)
 			memcpy(s->inl, sqe + 1, len);
 		s->src[0].addr = s->inl;
 		s->src[0].len = len;
+		s->src[0].lkey = 0;
 		s->nsrc = len ? 1 : 0;
 		total = len;
 	} else if (sqe->num_sge > qp->max_send_sge ||
@@ -497,6 +528,107 @@ static int next_sqe(struct swiw_stream *s)
 	return 1;
 }
 
+/* Does the current message's last txd complete a WR when it is sent? */
+static bool txd_completes_wr(const struct swiw_stream *s)
+{
+	if (s->kind != TX_SQE)
+		return false;
+	switch (s->sq_op) {
+	case SWIW_OP_READ:
+	case SWIW_OP_FETCH_ADD:
+	case SWIW_OP_CMP_SWAP:
+		return false;
+	case SWIW_OP_WRITE_IMM:
+		return s->phase == 1;
+	default:
+		return true;
+	}
+}
+
+/* Inline pieces (lkey 0) go through the txd slot's bounce area. */
+static void txd_bounce(struct swiw_stream *s, struct swiw_txd *t)
+{
+	uint32_t slot = s->txr.pos & (s->txr.num - 1), i;
+	uint8_t *b = s->bounce + (size_t)slot * SWIW_MAX_INLINE;
+
+	for (i = 0; i < t->num_sge; i++) {
+		if (t->sge[i].lkey)
+			continue;
+		memcpy(b, (void *)(uintptr_t)t->sge[i].laddr, t->sge[i].length);
+		t->sge[i].laddr = (uintptr_t)b;
+		t->sge[i].lkey = s->bounce_mr->stag;
+		b += t->sge[i].length;
+	}
+}
+
+/*
+ * Helper streams: the current message into the transmit ring, one txd
+ * per DDP segment (cut shorter where SWIW_TXD_SGE pieces end). 1: all of
+ * it is in the ring, 0: the ring is full (a SENT event or the helper
+ * clearing slots brings us back), or a negative errno.
+ */
+static int txd_build(struct swiw_stream *s)
+{
+	uint32_t quarter = s->txr.num / 4 ? s->txr.num / 4 : 1;
+
+	while (!s->batch_last) {
+		struct swiw_txd *t = swiw_ring_prod_slot(&s->txr);
+		struct swiw_ddp_tx save = s->dtx;
+		struct swiw_ddp_txseg seg;
+		uint16_t fl = 0;
+		uint32_t i, fit = 0;
+		int rc;
+
+		if (!t)
+			return 0;
+		if (s->kind == TX_SQE && s->sq_op == SWIW_OP_LOCAL_INV) {
+			uint32_t stag =
+				s->infl[s->slot & s->infl_mask].inv_stag;
+
+			t->id = SWIW_TXD_ID_WR | s->slot;
+			t->num_sge = 0;
+			t->hdr_len = sizeof(stag);
+			t->payload_len = 0;
+			memcpy(t->hdr, &stag, sizeof(stag));
+			swiw_ring_publish(&s->txr, t,
+					  SWIW_TXD_INVALIDATE | SWIW_TXD_EVENT);
+			s->tx_rung = true;
+			s->batch_last = true;
+			break;
+		}
+		rc = swiw_ddp_tx_next(&s->dtx, s->mulpdu, t->hdr,
+				      sizeof(t->hdr), &seg);
+		if (rc <= 0)
+			return rc ? rc : -EINVAL;
+		t->num_sge = (uint8_t)swiw_tx_gather(s, seg.payload_off,
+						     seg.payload_len, NULL,
+						     t->sge, SWIW_TXD_SGE);
+		for (i = 0; i < t->num_sge; i++)
+			fit += t->sge[i].length;
+		if (fit < seg.payload_len) {
+			/* More pieces than a txd holds: a shorter segment. */
+			s->dtx = save;
+			rc = swiw_ddp_tx_next(&s->dtx, seg.hdr_len + fit,
+					      t->hdr, sizeof(t->hdr), &seg);
+			if (rc <= 0 || seg.payload_len != fit)
+				return rc < 0 ? rc : -EINVAL;
+		}
+		t->hdr_len = (uint8_t)seg.hdr_len;
+		t->payload_len = seg.payload_len;
+		txd_bounce(s, t);
+		t->id = s->kind == TX_SQE ? SWIW_TXD_ID_WR | s->slot : 0;
+		/* An event now and then, so that a full ring always has
+		 * one coming that brings the pump back. */
+		if ((seg.last && txd_completes_wr(s)) ||
+		    !(s->txr.pos % quarter))
+			fl |= SWIW_TXD_EVENT;
+		swiw_ring_publish(&s->txr, t, fl);
+		s->tx_rung = true;
+		s->batch_last = seg.last;
+	}
+	return 1;
+}
+
 /* The current message's last octet went to TCP. */
 static void msg_done(struct swiw_stream *s)
 {
@@ -525,7 +657,8 @@ static void msg_done(struct swiw_stream *s)
 			/* Read Responses to the peer may go between. */
 			s->rd_more = s->rd_next < s->rd_nsink;
 		} else if (s->sq_op != SWIW_OP_FETCH_ADD &&
-			   s->sq_op != SWIW_OP_CMP_SWAP) {
+			   s->sq_op != SWIW_OP_CMP_SWAP && !s->attached) {
+			/* (A helper's SENT event completes it.) */
 			s->infl[s->slot & s->infl_mask].done = true;
 			swiw_stream_sq_drain(s);
 		}
@@ -565,7 +698,7 @@ bool swiw_tx_pump(struct swiw_stream *s, uint64_t budget)
 
 	swiw_eng_assert_held();
 	while (!s->failed && (s->tx_ready || s->kind == TX_RTR)) {
-		if (s->niov) {
+		if (s->niov && !s->attached) {
 			rc = batch_flush(s);
 			if (rc == -EAGAIN)
 				return moved;
@@ -592,7 +725,7 @@ bool swiw_tx_pump(struct swiw_stream *s, uint64_t budget)
 				start_rresp(s);
 			} else if (s->rd_more) {
 				if (!ord_room(s))
-					return moved;
+					break;
 				s->rd_more = false;
 				if (rd_start_next(s)) {
 					swiw_stream_fail(s, SWIW_V_NONE, NULL,
@@ -604,14 +737,28 @@ bool swiw_tx_pump(struct swiw_stream *s, uint64_t budget)
 				s->kind = TX_SQE;
 			} else {
 				if (next_sqe(s) <= 0)
-					return moved;
+					break;
 				if (s->kind == TX_NONE) {
 					moved = true; /* LOCAL_INV */
 					continue;
 				}
 			}
 			if (s->kind == TX_NONE)
-				return moved;
+				break;
+		}
+		if (s->attached) {
+			rc = txd_build(s);
+			if (!rc)
+				break;
+			if (rc > 0) {
+				moved = true;
+				msg_done(s);
+				continue;
+			}
+			swiw_stream_fail(s, SWIW_V_RDMAP_CATASTROPHIC, NULL, 0,
+					 IBV_WC_LOC_QP_OP_ERR,
+					 IBV_EVENT_QP_FATAL);
+			return true;
 		}
 		rc = batch_build(s);
 		if (rc) {
@@ -621,5 +768,7 @@ bool swiw_tx_pump(struct swiw_stream *s, uint64_t budget)
 			return true;
 		}
 	}
+	if (s->tx_rung && s->attached && !s->failed)
+		swiw_helper_doorbell(s);
 	return moved;
 }

@@ -53,6 +53,27 @@ void swiw_rq_destroy(struct swiw_rq *rq)
 	rq->mem = NULL;
 }
 
+/*
+ * A lower half took WRs from the ring at a position of its own: our
+ * consumer view restarts at the oldest WR still VALID. Those are
+ * contiguous and end just before the producer's position.
+ */
+void swiw_rq_resync(struct swiw_rq *rq)
+{
+	struct swiw_ring *r = &rq->ring;
+	uint32_t n = 0;
+
+	if (!rq->bq.mem)
+		return;
+	pthread_spin_lock(&rq->lock);
+	while (n < r->num &&
+	       (swiw_ring_load_flags(r, swiw_ring_slot(r, r->pos - 1 - n)) &
+		SWIW_SLOT_VALID))
+		n++;
+	rq->eng.pos = r->pos - n;
+	pthread_spin_unlock(&rq->lock);
+}
+
 /* 0, or a positive errno with *bad_wr at the first WR not posted. */
 int swiw_rq_post(struct swiw_rq *rq, struct ibv_recv_wr *wr,
 		 struct ibv_recv_wr **bad_wr)

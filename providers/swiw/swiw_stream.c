@@ -145,8 +145,15 @@ void swiw_stream_fail(struct swiw_stream *s, enum swiw_violation v,
 	swiw_dbg("QP %u: stream fails (%s, send status %d, %u send WRs out)",
 		 swiw_stream_qpn(s), vi ? vi->name : "?", sq_status,
 		 s->infl_tail - s->infl_head);
-	if (v != SWIW_V_NONE && vi && !(vi->flags & SWIW_VI_NO_TERM))
+	if (s->attached) {
+		/* The TERMINATE as the last txd, then the socket comes
+		 * back with the events that tell which receive failed. */
+		if (v != SWIW_V_NONE && vi && !(vi->flags & SWIW_VI_NO_TERM))
+			swiw_helper_terminate(s, v, seg, seg_len);
+		swiw_helper_detach(s);
+	} else if (v != SWIW_V_NONE && vi && !(vi->flags & SWIW_VI_NO_TERM)) {
 		send_terminate(s, v, seg, seg_len);
+	}
 	/*
 	 * FIN after the TERMINATE, not RST: closing with unread input would
 	 * reset the connection and could discard the TERMINATE at the peer.
@@ -341,6 +348,14 @@ static int fpdu_setup(struct swiw_stream *s)
 		s->ird = SWIW_MAX_IRD;
 	if (s->ord > SWIW_MAX_ORD)
 		s->ord = SWIW_MAX_ORD;
+	if (s->be) {
+		/* Before any FPDU: the lower half frames from here on. */
+		if (swiw_helper_attach(s))
+			return -EINVAL;
+		s->msn_send = s->msn_rreq = s->msn_aresp = 1;
+		s->fpdu_setup = true;
+		return 0;
+	}
 	if (swiw_fpdu_rx_init(&s->frx, &rc) ||
 	    swiw_ddp_rx_init(&s->drx, &swiw_rx_mem_ops, s,
 			     SWIW_DDP_RX_ORDERED | SWIW_DDP_RX_RFC7306, s->ird))
@@ -543,6 +558,11 @@ void swiw_stream_event(struct swiw_stream *s, uint32_t events)
 	swiw_eng_assert_held();
 	if (s->dead || s->failed)
 		return;
+	if (s->attached) {
+		swiw_helper_event(s, events);
+		overflow_check(s);
+		return;
+	}
 	if (events & EPOLLOUT)
 		swiw_tx_pump(s, UINT64_MAX);
 	if ((events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) &&
@@ -558,6 +578,7 @@ void swiw_stream_event(struct swiw_stream *s, uint32_t events)
 
 static void stream_free(struct swiw_stream *s)
 {
+	swiw_helper_fini(s);
 	free(s->infl);
 	free(s->stage);
 	free(s);
@@ -573,6 +594,19 @@ void swiw_streams_reap(void)
 		close(s->fd);
 		stream_free(s);
 	}
+}
+
+/* The helper's file is readable: events wait on some of its streams. */
+void swiw_helpers_kernel_event(void)
+{
+	struct swiw_stream *s;
+
+	swiw_eng_assert_held();
+	for (s = streams; s; s = s->next)
+		if (s->attached && !s->dead) {
+			swiw_helper_event(s, 0);
+			overflow_check(s);
+		}
 }
 
 /* The QP went to error from the application's side. */
@@ -596,6 +630,7 @@ void swiw_stream_detach(struct swiw_qp *qp)
 			*pp = s->next;
 			break;
 		}
+	swiw_helper_detach_quiet(s);
 	if (!s->failed) {
 		shutdown(s->fd, SHUT_RDWR);
 		swiw_eng_epoll_ctl(EPOLL_CTL_DEL, s->fd, 0, NULL);
@@ -635,6 +670,10 @@ static struct swiw_stream *stream_new(struct swiw_qp *qp, int fd, int role,
 		goto fail;
 	s->infl_mask = qp->max_send_wr - 1;
 	s->qp = qp;
+	*err = swiw_helper_init(s);
+	if (*err)
+		goto fail;
+	*err = ENOMEM;
 	s->fd = fd;
 	s->mpa_phase = true;
 	if (swiw_mpa_init(&s->mpa, role, &c, s->mpa_tx, sizeof(s->mpa_tx),

@@ -9,6 +9,7 @@
 #define SWIW_STREAM_H
 
 #include "swiw.h"
+#include "swiw_backend.h"
 #include "swiw_ddp.h"
 #include "swiw_fpdu.h"
 #include "swiw_mpa.h"
@@ -25,6 +26,8 @@
 struct seg_src {
 	uint8_t *addr;
 	uint32_t len;
+	uint32_t lkey; /* 0: inline data (s->inl) */
+	uint64_t laddr;
 };
 
 /* A send-queue WR from when it is taken until its completion is due. */
@@ -34,6 +37,7 @@ struct infl {
 	uint8_t opcode;
 	bool signalled;
 	bool done;
+	uint32_t inv_stag; /* helper LOCAL_INV: mirrored when it is done */
 };
 
 /*
@@ -159,7 +163,37 @@ struct swiw_stream {
 	bool after_write; /* the last message in was a whole Write */
 	bool cq_full; /* a completion was lost: the QP fails */
 	uint32_t vendor_err; /* the TERMINATE's codes, for the failed WRs */
+
+	/*
+	 * Helper stream (swiw_backend.h): after MPA the backend's lower half
+	 * has the socket; the SQ goes out as txds, receptions come back as
+	 * events (swiw_stream_helper.c).
+	 */
+	const struct swiw_backend *be; /* NULL: the in-process engine */
+	bool attached;
+	bool rtr_event; /* the peer's first message comes as an event */
+	uint32_t hs_id; /* stream_id */
+	uint32_t hs_interest; /* ring: the socket's epoll events */
+	struct swiw_bqueue txq, evq;
+	struct swiw_ring txr; /* producer view */
+	struct swiw_ring evr; /* consumer view */
+	uint32_t ev_taken; /* events consumed since the last doorbell */
+	bool tx_rung; /* txds published since the last doorbell */
+	struct swiw_mr *bounce_mr; /* inline data: a slot per txd */
+	uint8_t *bounce;
+	size_t bounce_len;
 };
+
+/* txd ids: a WR's infl[] entry, or none. */
+#define SWIW_TXD_ID_WR (1ull << 32)
+
+static inline int swiw_acc_bits(int ibv)
+{
+	return (ibv & IBV_ACCESS_LOCAL_WRITE ? SWIW_ACC_LOCAL_WRITE : 0) |
+	       (ibv & IBV_ACCESS_REMOTE_WRITE ? SWIW_ACC_REMOTE_WRITE : 0) |
+	       (ibv & IBV_ACCESS_REMOTE_READ ? SWIW_ACC_REMOTE_READ : 0) |
+	       (ibv & IBV_ACCESS_REMOTE_ATOMIC ? SWIW_ACC_REMOTE_ATOMIC : 0);
+}
 
 static inline uint32_t swiw_stream_qpn(const struct swiw_stream *s)
 {
@@ -172,6 +206,7 @@ void swiw_eng_assert_held(void);
 int swiw_eng_start(void);
 int swiw_eng_epoll_ctl(int op, int fd, uint32_t events, void *ptr);
 void swiw_eng_doorbell(void);
+void swiw_eng_watch_helper(int fd);
 
 /* swiw_stream.c: lifecycle, MPA, errors */
 void swiw_stream_event(struct swiw_stream *s, uint32_t events);
@@ -204,11 +239,43 @@ void swiw_stream_violation(struct swiw_stream *s, enum swiw_violation v,
  * once @budget octets went; true if anything moved.
  */
 bool swiw_tx_pump(struct swiw_stream *s, uint64_t budget);
+uint32_t swiw_tx_gather(const struct swiw_stream *s, uint32_t off, uint32_t len,
+			struct swiw_iov *v, struct swiw_sge *g, uint32_t max);
 int swiw_tx_msg_start(struct swiw_stream *s, const struct swiw_rdmap_msg *m);
 
 /* swiw_qp_rx.c: receives what the socket holds */
 void swiw_rx_pump(struct swiw_stream *s);
 extern const struct swiw_ddp_mem_ops swiw_rx_mem_ops;
+
+/* How a Send with Invalidate's STag reaches the provider's table. */
+enum swiw_rx_inv {
+	SWIW_RX_INV_CHECK, /* invalidate it here; failing is a violation */
+	SWIW_RX_INV_MIRROR, /* the helper did: mirror its outcome */
+	SWIW_RX_INV_DONE, /* the lower half did, in this very table */
+};
+
+/*
+ * A message of the peer ended whole (in-process, or as a helper event):
+ * its completion. @bytes is a Send's length, or for Immediate Data the
+ * length of the Write before it (@after_write).
+ */
+void swiw_rx_complete(struct swiw_stream *s, const struct swiw_ddp_seg *g,
+		      uint64_t rqe_id, uint32_t bytes, bool after_write,
+		      enum swiw_rx_inv inv);
+enum swiw_mpa_rtr swiw_rx_rtr_kind(const struct swiw_ddp_seg *g);
+
+/* swiw_stream_helper.c: helper streams (swiw_backend.h) */
+int swiw_helper_init(struct swiw_stream *s);
+void swiw_helper_fini(struct swiw_stream *s);
+int swiw_helper_attach(struct swiw_stream *s);
+void swiw_helper_event(struct swiw_stream *s, uint32_t events);
+void swiw_helper_drain(struct swiw_stream *s);
+void swiw_helper_doorbell(struct swiw_stream *s);
+void swiw_helper_detach(struct swiw_stream *s);
+void swiw_helper_detach_quiet(struct swiw_stream *s);
+void swiw_helper_terminate(struct swiw_stream *s, enum swiw_violation v,
+			   const void *seg, uint32_t seg_len);
+void swiw_helpers_kernel_event(void);
 
 /* swiw_connect.c, from the engine loop */
 bool swiw_conn_is_broker(const void *ptr);

@@ -301,8 +301,7 @@ _Static_assert((int)IBV_ACCESS_LOCAL_WRITE ==
  * pins the region and names it; our table keeps it for the local checks),
  * else our own table's.
  */
-static int mr_stag_get(struct swiw_mr *mr, void *addr, size_t length,
-		       int access)
+int swiw_mr_stag_get(struct swiw_mr *mr, void *addr, size_t length, int access)
 {
 	const struct swiw_backend *be = swiw_backend();
 	uint32_t stag;
@@ -322,6 +321,46 @@ static int mr_stag_get(struct swiw_mr *mr, void *addr, size_t length,
 	}
 	mr->backend = true;
 	return 0;
+}
+
+void swiw_mr_stag_put(struct swiw_mr *mr)
+{
+	swiw_stag_free(mr);
+	if (mr->backend) {
+		int err = swiw_backend()->dereg_mr(mr->stag);
+
+		if (err)
+			swiw_warn("STag 0x%x: deregistration failed: %s",
+				  mr->stag, strerror(err));
+	}
+}
+
+/* A region of the provider's own (a helper stream's bounce area). */
+struct swiw_mr *swiw_mr_internal(struct ibv_pd *pd, void *addr, size_t len,
+				 int *err)
+{
+	struct swiw_mr *mr = calloc(1, sizeof(*mr));
+
+	*err = ENOMEM;
+	if (!mr)
+		return NULL;
+	*err = swiw_mr_stag_get(mr, addr, len, IBV_ACCESS_LOCAL_WRITE);
+	if (*err) {
+		free(mr);
+		return NULL;
+	}
+	mr->access = IBV_ACCESS_LOCAL_WRITE;
+	mr->iova = (uintptr_t)addr;
+	mr->vmr.ibv_mr.pd = pd;
+	mr->vmr.ibv_mr.addr = addr;
+	mr->vmr.ibv_mr.length = len;
+	return mr;
+}
+
+void swiw_mr_internal_free(struct swiw_mr *mr)
+{
+	swiw_mr_stag_put(mr);
+	free(mr);
 }
 
 static struct ibv_mr *swiw_reg_mr(struct ibv_pd *ibpd, void *addr,
@@ -344,7 +383,7 @@ static struct ibv_mr *swiw_reg_mr(struct ibv_pd *ibpd, void *addr,
 	mr = swiw_obj_alloc(&sctx->nmr, SWIW_MAX_MR, sizeof(*mr));
 	if (!mr)
 		return NULL;
-	err = mr_stag_get(mr, addr, length, access);
+	err = swiw_mr_stag_get(mr, addr, length, access);
 	if (err) {
 		swiw_obj_free(&sctx->nmr, mr);
 		errno = err;
@@ -370,14 +409,7 @@ static int swiw_dereg_mr(struct verbs_mr *vmr)
 	struct swiw_mr *mr = swiw_container_of(vmr, struct swiw_mr, vmr);
 	struct ibv_mr *ibmr = &vmr->ibv_mr;
 
-	swiw_stag_free(mr);
-	if (mr->backend) {
-		int err = swiw_backend()->dereg_mr(mr->stag);
-
-		if (err)
-			swiw_warn("STag 0x%x: deregistration failed: %s",
-				  mr->stag, strerror(err));
-	}
+	swiw_mr_stag_put(mr);
 	atomic_fetch_sub(&to_swiw_pd(ibmr->pd)->usecnt, 1);
 	swiw_obj_free(&to_swiw_ctx(ibmr->context)->nmr, mr);
 	return 0;
