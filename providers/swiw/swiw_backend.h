@@ -61,5 +61,6 @@ extern struct swiw_backend swiw_ring_backend;
 /* Its streams' sockets, from the engine's epoll: the events wanted next. */
 uint32_t swiw_ring_stream_io(uint32_t id, uint32_t events);
 uint32_t swiw_ring_stream_interest(uint32_t id);
+void swiw_ring_stream_pd(uint32_t id, const void *pd);
 
 #endif /* SWIW_BACKEND_H */

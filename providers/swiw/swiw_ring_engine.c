@@ -121,6 +121,7 @@ struct ring_stream {
 	uint8_t *stage; /* received octets the lower half has not taken */
 	uint32_t st_head, st_tail;
 	bool ended; /* the transport ended and the lower half knows */
+	const void *pd; /* its QP's: regions of other PDs are not found */
 	bool want_out;
 };
 
@@ -136,11 +137,11 @@ static struct ring_stream *rs_find(uint32_t id)
 static int r_mr_get(void *env, u32 stag, struct swiw_lower_mr *mr)
 {
 	struct swiw_mem_ref *ref = malloc(sizeof(*ref));
+	struct ring_stream *rs = env;
 
-	(void)env;
 	if (!ref)
 		return -ENOMEM;
-	if (swiw_mem_lookup(stag, NULL, 0, 0, 0, ref)) {
+	if (swiw_mem_lookup(stag, rs->pd, 0, 0, 0, ref)) {
 		free(ref);
 		return -ENOENT;
 	}
@@ -308,6 +309,8 @@ uint32_t swiw_ring_stream_io(uint32_t id, uint32_t events)
 		return 0;
 	ring_tx(rs);
 	ring_rx(rs);
+	/* Responses to Read and Atomic Requests just received. */
+	ring_tx(rs);
 	return swiw_ring_stream_interest(id);
 }
 
@@ -432,6 +435,18 @@ static int r_attach(struct swiw_ioc_attach *a)
 	return 0;
 }
 
+/*
+ * The helper finds regions of its file, whatever their PD (swiw-abi.h
+ * names none); in the process the lower half can be held to its QP's.
+ */
+void swiw_ring_stream_pd(uint32_t id, const void *pd)
+{
+	struct ring_stream *rs = rs_find(id);
+
+	if (rs)
+		rs->pd = pd;
+}
+
 static int r_doorbell(uint32_t id)
 {
 	struct ring_stream *rs = rs_find(id);
@@ -442,6 +457,7 @@ static int r_doorbell(uint32_t id)
 	swiw_lower_doorbell(&rs->l);
 	ring_tx(rs);
 	ring_rx(rs);
+	ring_tx(rs);
 	return 0;
 }
 
@@ -473,6 +489,12 @@ uint32_t swiw_ring_stream_interest(uint32_t id)
 {
 	(void)id;
 	return 0;
+}
+
+void swiw_ring_stream_pd(uint32_t id, const void *pd)
+{
+	(void)id;
+	(void)pd;
 }
 #endif /* SWIW_HAVE_LOWER */
 

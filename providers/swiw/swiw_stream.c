@@ -537,6 +537,11 @@ bool swiw_stream_pump(struct swiw_stream *s, uint64_t budget)
 	if (s->failed || s->dead)
 		return false;
 	moved = swiw_tx_pump(s, budget);
+	/* A doorbell may have had the ring engine post events. */
+	if (s->attached && swiw_helper_drain(s) && !s->failed) {
+		moved = true;
+		swiw_tx_pump(s, budget);
+	}
 	overflow_check(s);
 	return moved;
 }

@@ -269,7 +269,7 @@ int swiw_helper_init(struct swiw_stream *s);
 void swiw_helper_fini(struct swiw_stream *s);
 int swiw_helper_attach(struct swiw_stream *s);
 void swiw_helper_event(struct swiw_stream *s, uint32_t events);
-void swiw_helper_drain(struct swiw_stream *s);
+bool swiw_helper_drain(struct swiw_stream *s);
 void swiw_helper_doorbell(struct swiw_stream *s);
 void swiw_helper_detach(struct swiw_stream *s);
 void swiw_helper_detach_quiet(struct swiw_stream *s);

@@ -96,9 +96,13 @@ static void ring_interest(struct swiw_stream *s, uint32_t want)
 	if (s->be != &swiw_ring_backend || s->eof_due_ns || s->failed ||
 	    want == s->hs_interest)
 		return;
+	/* Out of the set while it wants nothing: a hung-up socket
+	 * would report for ever. */
+	swiw_eng_epoll_ctl(!want	  ? EPOLL_CTL_DEL :
+			   s->hs_interest ? EPOLL_CTL_MOD :
+					    EPOLL_CTL_ADD,
+			   s->fd, want, s);
 	s->hs_interest = want;
-	swiw_eng_epoll_ctl(want ? EPOLL_CTL_MOD : EPOLL_CTL_DEL, s->fd, want,
-			   s);
 }
 
 /*
@@ -141,6 +145,7 @@ int swiw_helper_attach(struct swiw_stream *s)
 		swiw_eng_epoll_ctl(EPOLL_CTL_DEL, s->fd, 0, NULL);
 		swiw_eng_watch_helper(s->be->event_fd);
 	} else {
+		swiw_ring_stream_pd(s->hs_id, s->qp->vqp.qp.pd);
 		s->hs_interest = EPOLLIN | EPOLLRDHUP;
 		ring_interest(s, swiw_ring_stream_io(s->hs_id, 0));
 	}
@@ -208,6 +213,9 @@ static void ev_sent(struct swiw_stream *s, const struct swiw_rxev *e)
 				 IBV_EVENT_QP_FATAL);
 		return;
 	}
+	if (w->opcode == SWIW_OP_READ || w->opcode == SWIW_OP_FETCH_ADD ||
+	    w->opcode == SWIW_OP_CMP_SWAP)
+		return; /* a periodic event: its response completes it */
 	if (w->opcode == SWIW_OP_LOCAL_INV && s->be->mirror_invalidate)
 		swiw_mem_invalidate(w->inv_stag, s->qp->vqp.qp.pd);
 	w->done = true;
@@ -292,24 +300,29 @@ static void ev_handle(struct swiw_stream *s, const struct swiw_rxev *e)
 	}
 }
 
-/* Takes every event waiting, ringing when half the ring was drained. */
-void swiw_helper_drain(struct swiw_stream *s)
+/*
+ * Takes every event waiting, ringing when half the ring was drained;
+ * true if there was any.
+ */
+bool swiw_helper_drain(struct swiw_stream *s)
 {
 	struct swiw_rxev e;
+	bool any = false;
 	void *slot;
 
 	if (!s->be)
-		return;
+		return false;
 	for (;;) {
 		while ((slot = swiw_ring_cons_slot(&s->evr))) {
 			memcpy(&e, slot, sizeof(e));
 			e.flags = (uint16_t)swiw_ring_load_flags(&s->evr, slot);
 			swiw_ring_release(&s->evr, slot);
 			s->ev_taken++;
+			any = true;
 			ev_handle(s, &e);
 		}
 		if (!s->attached || s->ev_taken < s->evr.num / 2)
-			return;
+			return any;
 		swiw_helper_doorbell(s);
 	}
 }
