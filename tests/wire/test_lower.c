@@ -301,7 +301,8 @@ static void post_rqe(struct side *s, u64 id, const struct swiw_sge *sge, u32 n)
 
 	assert_false(env_slot_valid(env_rq_slot(&s->e)));
 	memcpy(el, &h, sizeof(h));
-	memcpy(el + sizeof(h), sge, n * sizeof(*sge));
+	if (n)
+		memcpy(el + sizeof(h), sge, n * sizeof(*sge));
 	env_slot_put(env_rq_slot(&s->e), el, sizeof(h) + n * sizeof(*sge), 0);
 	s->e.rq_put++;
 }
@@ -836,13 +837,16 @@ static void bad_txd(u32 status, const struct swiw_txd *t)
 			 1);
 	/* Its header, the test's SGEs and lengths. */
 	post_txd(A, 7, 0, hdr, t->hdr_len ? t->hdr_len : seg.hdr_len, t->sge,
-		 t->num_sge);
-	if (t->payload_len) {
+		 SWIW_MIN(t->num_sge, (u8)SWIW_TXD_SGE));
+	{
+		/* What post_txd() cannot write: a process may. */
 		u8 *slot = A->e.txmem +
 			   ((A->e.tx_put - 1) % ENV_TX_NUM) * ENV_TX_STRIDE;
 
-		memcpy(slot + offsetof(struct swiw_txd, payload_len),
-		       &t->payload_len, 4);
+		if (t->payload_len)
+			memcpy(slot + offsetof(struct swiw_txd, payload_len),
+			       &t->payload_len, 4);
+		slot[offsetof(struct swiw_txd, num_sge)] = t->num_sge;
 	}
 	fill(mem(A, src), 4096);
 	do_write(A, dst, 0x1000, 100, src, 0x1000, 1000, 8);
