@@ -201,6 +201,19 @@ struct swiw_lower {
 	struct swiw_rxev pend[SWIW_LOWER_PEND];
 };
 
+/*
+ * Sets @l up for a stream attached before any FPDU. Returns 0, or
+ * -EINVAL for a missing op or a cfg it cannot run: rings of 2^k slots
+ * with strides that hold their element (multiples of 8), an event ring
+ * of at least SWIW_LOWER_RXEV_MIN slots, an RQ ring whose stride holds
+ * max_sge (<= SWIW_MAX_SGE) SGEs, mulpdu above SWIW_DDP_HDR_MAX. IRD
+ * above SWIW_MAX_IRD is cut to it.
+ *
+ * Calling rules: every call on one @l is serialised by the caller.
+ * Reception may queue responses: call swiw_lower_tx() after
+ * swiw_lower_rx() took octets. After swiw_lower_doorbell(), call
+ * swiw_lower_tx() and feed the octets swiw_lower_rx() left again.
+ */
 int swiw_lower_init(struct swiw_lower *l, const struct swiw_lower_cfg *cfg,
 		    const struct swiw_lower_ops *ops, void *env);
 
@@ -210,6 +223,8 @@ int swiw_lower_init(struct swiw_lower *l, const struct swiw_lower_cfg *cfg,
  * stopped (event ring full: swiw_lower_stalled(); or a VIOLATION,
  * TERMINATE or CLOSED posted: swiw_lower_rx_done()). The environment
  * keeps the rest in the socket and feeds it again after a doorbell.
+ * A TERMINATE of the peer that fails its checks ends reception with a
+ * VIOLATION whose hdr is that TERMINATE: the provider never answers it.
  */
 int swiw_lower_rx(struct swiw_lower *l, const void *data, size_t len,
 		  size_t *used);
@@ -221,7 +236,11 @@ void swiw_lower_rx_closed(struct swiw_lower *l, int err);
  * Transmit: frames and hands to the transport what the transmit ring
  * and the response FIFO hold, until the transport takes no more or
  * nothing is left. Returns 1 when octets are waiting for transport room
- * (call again when it has some), 0 when idle or stopped.
+ * (call again when it has some), 0 when idle or stopped. A txd's ULPDU
+ * is at least a tagged header (14 octets: an RTR's zero-length Write)
+ * and, with markers, short enough for its last marker's FPDUPTR (the
+ * provider's MULPDU always is); txd flags other than SWIW_SLOT_VALID,
+ * SWIW_TXD_EVENT and SWIW_TXD_INVALIDATE fail it with EINVAL.
  */
 int swiw_lower_tx(struct swiw_lower *l);
 
