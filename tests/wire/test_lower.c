@@ -1114,6 +1114,89 @@ static void test_fini_rqe(void **state)
 	assert_int_equal(env_find(&B->e, dst)->holds, 0);
 }
 
+/* Our responses go only between the provider's messages. */
+static void test_resp_between_messages(void **state)
+{
+	struct swiw_rdmap_msg m = { .opcode = RDMAP_SEND, .len = 3000 };
+	struct swiw_ddp_txseg seg;
+	struct swiw_ddp_tx tx;
+	struct swiw_rxev ev;
+	u8 hdr[SWIW_TXD_HDR_MAX];
+	u32 src, dst, sink;
+	bool more;
+
+	(void)state;
+	pair_new(&(struct opts){ 0 });
+	src = env_reg(&A->e, 0x1000, 4096, SWIW_ACC_REMOTE_READ);
+	dst = env_reg(&B->e, 0x1000, 4096, SWIW_ACC_LOCAL_WRITE);
+	sink = env_reg(&B->e, 0x8000, 4096, SWIW_ACC_LOCAL_WRITE);
+	fill(mem(A, src), 4096);
+	post_rqe1(B, 1, dst, 0x1000, 4096);
+	m.msn = A->msn_send++;
+	assert_int_equal(swiw_ddp_tx_init(&tx, &m), 0);
+	assert_int_equal(swiw_ddp_tx_next(&tx, 1000, hdr, sizeof(hdr), &seg),
+			 1);
+	post_txd(A, 1, 0, hdr, seg.hdr_len,
+		 &(struct swiw_sge){ 0x1000, seg.payload_len, src }, 1);
+	pump();
+	/* B reads from A while A's Send is half out: no response yet. */
+	do_read(B, sink, 0x8000, 500, src, 0x1000);
+	ev_none(B);
+	assert_int_equal(A->e.l->resp_tail - A->e.l->resp_head, 1);
+	do {
+		u64 a = 0x1000 + tx.sent;
+
+		more = swiw_ddp_tx_next(&tx, 1000, hdr, sizeof(hdr), &seg) == 1;
+		if (more)
+			post_txd(A, 2, seg.last ? SWIW_TXD_EVENT : 0, hdr,
+				 seg.hdr_len,
+				 &(struct swiw_sge){ a, seg.payload_len, src },
+				 1);
+	} while (more);
+	/* The Send ends first on the wire, then the Read Response. */
+	ev_expect(B, SWIW_RXEV_SEGMENT, &ev);
+	assert_int_equal(ev.id, 1);
+	assert_int_equal(ev.len, 3000);
+	ev_expect(B, SWIW_RXEV_SEGMENT, &ev);
+	assert_int_equal(ev.len, 500);
+	assert_memory_equal(mem(B, sink), mem(A, src), 500);
+	assert_memory_equal(mem(B, dst), mem(A, src), 3000);
+	expect_sent(A, 2, 0);
+}
+
+/* More Read Requests than IRD, and an atomic at an unaligned TO. */
+static void test_ird_and_align(void **state)
+{
+	struct swiw_rdmap_msg m = { .opcode = RDMAP_ATOMIC_REQ };
+	struct swiw_rxev ev;
+	u32 src, t;
+	int i;
+
+	(void)state;
+	pair_new(&(struct opts){ 0 });
+	src = env_reg(&B->e, 0x1000, 4096, SWIW_ACC_REMOTE_READ);
+	B->stop_tx = true; /* nothing answered: IRD stays used */
+	for (i = 0; i < 16; i++)
+		do_read(A, 1, 0, 8, src, 0x1000);
+	ev_none(B);
+	do_read(A, 1, 0, 8, src, 0x1000);
+	ev_expect(B, SWIW_RXEV_VIOLATION, &ev);
+	assert_int_equal(ev.violation, SWIW_V_RDMAP_IRD_EXCEEDED);
+	teardown(NULL);
+
+	pair_new(&(struct opts){ 0 });
+	t = env_reg(&B->e, 0x3000, 64,
+		    SWIW_ACC_LOCAL_WRITE | SWIW_ACC_REMOTE_ATOMIC);
+	m.msn = A->msn_rreq++;
+	m.u.areq.op = RDMAP_ATOMIC_FETCH_ADD;
+	m.u.areq.stag = t;
+	m.u.areq.to = 0x3004;
+	send_msg(A, &m, 0, 0, 1000, 0, false);
+	ev_expect(B, SWIW_RXEV_VIOLATION, &ev);
+	assert_int_equal(ev.violation, SWIW_V_RDMAP_ATOMIC_ALIGN);
+	ev_none(A);
+}
+
 /* Counts the slots of @s's event ring the consumer has not taken. */
 static u32 ev_unread(struct side *s)
 {
@@ -1287,6 +1370,8 @@ int main(void)
 		cmocka_unit_test_teardown(test_terminate, teardown),
 		cmocka_unit_test_teardown(test_closed, teardown),
 		cmocka_unit_test_teardown(test_fini_rqe, teardown),
+		cmocka_unit_test_teardown(test_resp_between_messages, teardown),
+		cmocka_unit_test_teardown(test_ird_and_align, teardown),
 		cmocka_unit_test_teardown(test_stall, teardown),
 		cmocka_unit_test_teardown(test_mib, teardown),
 	};
