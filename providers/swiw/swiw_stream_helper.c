@@ -137,6 +137,8 @@ int swiw_helper_attach(struct swiw_stream *s)
 			 s->be->name, strerror(err));
 		return err;
 	}
+	swiw_dbg("QP %u: stream attached to the %s", swiw_stream_qpn(s),
+		 s->be->name);
 	s->hs_id = a.stream_id;
 	s->attached = true;
 	s->mpa_phase = false;

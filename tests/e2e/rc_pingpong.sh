@@ -71,6 +71,13 @@ pingpong "swiw_lo -s 1" "${LO[@]}" -s 1
 pingpong "swiw_lo -s 4096" "${LO[@]}" -s 4096
 pingpong "swiw_lo -s 65536" "${LO[@]}" -s 65536
 pingpong "swiw_lo -e" "${LO[@]}" -e
+# Run as e2e.ring.rc_pingpong (SWIW_ENGINE=ring): the lower half really ran
+# the streams, not the in-process engine.
+if [ "${SWIW_ENGINE:-}" = ring ]; then
+	SWIW_LOG_LEVEL=debug pingpong "swiw_lo, ring engine" "${LO[@]}" -n 10
+	err_has '^swiw: QP [0-9]+: stream attached to the ring engine$' \
+		"the client's stream ran on the ring engine"
+fi
 
 # --- two namespaces joined by veth ---------------------------------------
 NSA=swiw-pp-$$-$RANDOM
