@@ -24,6 +24,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -59,6 +60,8 @@ enum {
 #define WAIT_MS 5000
 
 static const char *dev_path = "/dev/swiw";
+/* FPDU octets send_msg() queued (without markers), for plain peers. */
+static uint64_t wire_octets;
 static long page;
 static int passed, failed;
 
@@ -354,6 +357,8 @@ static int send_msg(struct ep *e, const struct swiw_rdmap_msg *m,
 			};
 		}
 		t.flags = s.last ? SWIW_TXD_EVENT : 0;
+		wire_octets +=
+			swiw_mpa_fpdu_len(s.hdr_len + s.payload_len, 0, false);
 		ret = post_txd(e, &t);
 		if (ret)
 			return ret;
@@ -603,6 +608,16 @@ static void test_ops(uint32_t flags, const char *what)
 	CHECK(!differ(dst + 100, src, 20000) && dst[99] == 0 && dst[20100] == 0,
 	      "written data placed, nothing around it");
 
+	/* A large WRITE: TCP's send buffer fills, write_space goes on. */
+	fill(src, len, 4);
+	CHECK(!post_rqe(&b, 0x5e4f, rbuf, 8192, s_rbuf), "post RQE 3");
+	CHECK(!op_write(&a, src, (uint32_t)len, s_src, s_dst, (uintptr_t)dst,
+			1U << 16),
+	      "large write");
+	CHECK(!op_send(&a, src, 8, s_src, 1000, 79), "send after it");
+	CHECK(!recv_wait(&b, 0x5e4f, &got) && got == 8, "send after write");
+	CHECK(!differ(dst, src, len), "large write placed");
+
 	/* READ: b's helper answers from dst into a's sink. */
 	fill(dst, len, 3);
 	CHECK(!read_wait(&a, sink + 8, s_sink, 30000, s_dst,
@@ -734,6 +749,203 @@ static void test_detach_rqe(void)
 	ep_close(&b);
 	munmap(src, len);
 	munmap(rbuf, len);
+}
+
+/*
+ * More Sends than the event ring holds, the receiver not looking: its
+ * helper stops on the full ring, TCP keeps the rest, and the doorbells
+ * of the drain resume it; every message arrives, in order, intact.
+ */
+static void test_stall(void)
+{
+	enum {
+		N = 200,
+		SZ = 300
+	};
+	size_t len = (size_t)N * SZ;
+	uint8_t *src = map_anon(len, false), *rbuf = map_anon(len, false);
+	uint32_t s_src = 0, s_rbuf = 0, got = 0, posted = 0, nsent = 0, i;
+	struct swiw_rxev ev;
+	struct ep a, b;
+	int sa, sb, bad = 0;
+
+	printf("# stall\n");
+	if (!src || !rbuf || tcp_pair(&sa, &sb)) {
+		CHECK(0, "setup");
+		return;
+	}
+	CHECK(!ep_open(&a, sa, SWIW_ATTACH_CRC) &&
+		      !ep_open(&b, sb, SWIW_ATTACH_CRC),
+	      "attach");
+	CHECK(!reg_mr(a.fd, src, len, 0, &s_src) &&
+		      !reg_mr(b.fd, rbuf, len, ACC_LOCAL_WRITE, &s_rbuf),
+	      "reg");
+	fill(src, len, 5);
+	for (; posted < RING_NUM; posted++)
+		post_rqe(&b, posted, rbuf + (size_t)posted * SZ, SZ, s_rbuf);
+	ep_doorbell(&b);
+	/* a takes its SENT events as they come, so that it never stalls. */
+	for (i = 0; i < N && !bad; i++) {
+		if (op_send(&a, src + (size_t)i * SZ, SZ, s_src, 1000,
+			    1000 + i))
+			bad++;
+		while (!bad && !get_event(&a, &ev, 0))
+			if (ev.type != SWIW_RXEV_SENT ||
+			    ev.id != 1000 + nsent++)
+				bad++;
+	}
+	usleep(300000); /* b's ring fills meanwhile */
+	for (i = 0; i < N && !bad; i++) {
+		if (recv_wait(&b, i, &got) || got != SZ) {
+			bad++;
+			break;
+		}
+		if (posted < N)
+			post_rqe(&b, posted, rbuf + (size_t)posted * SZ, SZ,
+				 s_rbuf),
+				posted++;
+	}
+	CHECK(!bad && i == N, "%u of %u Sends arrived in order", i, N);
+	CHECK(!differ(rbuf, src, len), "every Send's data");
+	while (!bad && nsent < N)
+		if (want_event(&a, SWIW_RXEV_SENT, &ev) ||
+		    ev.id != 1000 + nsent++)
+			bad++;
+	CHECK(!bad, "every SENT event, in order");
+	CHECK(!ep_detach(&a) && !ep_detach(&b), "detach");
+	ep_close(&a);
+	ep_close(&b);
+	munmap(src, len);
+	munmap(rbuf, len);
+}
+
+/*
+ * A peer that does not read: TCP fills and the helper waits; when the
+ * peer reads, write_space resumes it and every octet arrives.
+ */
+static void test_backpressure(void)
+{
+	size_t len = 2048 * 1024, got = 0;
+	uint8_t *src = map_anon(len, false), *junk = map_anon(1 << 16, false);
+	uint32_t s_src = 0;
+	struct swiw_rxev ev;
+	struct ep a;
+	int sa, sb;
+	long end;
+
+	printf("# backpressure\n");
+	if (!src || !junk || tcp_pair(&sa, &sb)) {
+		CHECK(0, "setup");
+		return;
+	}
+	/* Small buffers: loopback autotuning would take 2 MiB at once. */
+	{
+		int sz = 64 * 1024;
+
+		setsockopt(sa, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+		setsockopt(sb, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+	}
+	CHECK(!ep_open(&a, sa, SWIW_ATTACH_CRC), "attach");
+	CHECK(!reg_mr(a.fd, src, len, 0, &s_src), "reg");
+	wire_octets = 0;
+	CHECK(!op_write(&a, src, (uint32_t)len, s_src, 0x1234, 0, 1U << 16),
+	      "2 MiB write queued");
+	usleep(300000);
+	ev.type = 0;
+	CHECK(get_event(&a, &ev, 0) == ETIMEDOUT,
+	      "not all on the socket while the peer does not read (event %u)",
+	      ev.type);
+	end = now_ms() + WAIT_MS;
+	while (got < wire_octets && now_ms() < end) {
+		ssize_t n = recv(sb, junk, 1 << 16, MSG_DONTWAIT);
+
+		if (n > 0)
+			got += (size_t)n;
+		else
+			usleep(1000);
+	}
+	CHECK(got == wire_octets, "the peer read %zu octets of %llu", got,
+	      (unsigned long long)wire_octets);
+	CHECK(!sent_wait(&a, 0), "SENT once the peer read it all");
+	CHECK(!ep_detach(&a), "detach");
+	ep_close(&a);
+	close(sb);
+	munmap(src, len);
+	munmap(junk, 1 << 16);
+}
+
+/* Doorbells from another thread while the stream is detached. */
+struct bell {
+	struct ep *e;
+	volatile bool stop;
+	int odd;
+};
+
+static void *bell_main(void *arg)
+{
+	struct bell *b = arg;
+
+	while (!b->stop) {
+		int err = ep_doorbell(b->e);
+
+		if (err && err != EINVAL)
+			b->odd++;
+	}
+	return NULL;
+}
+
+/*
+ * DETACH in the middle of a large transfer, with doorbells racing it:
+ * it returns at once, and the other side sees the stream end.
+ */
+static void test_detach_race(void)
+{
+	size_t len = 64 * page;
+	uint8_t *src = map_anon(len, false), *dst = map_anon(len, false);
+	uint32_t s_src = 0, s_dst = 0;
+	struct bell bell = { 0 };
+	pthread_t tid;
+	struct ep a, b;
+	int sa, sb, i, err = 0;
+
+	printf("# detach race\n");
+	if (!src || !dst || tcp_pair(&sa, &sb)) {
+		CHECK(0, "setup");
+		return;
+	}
+	CHECK(!ep_open(&a, sa, SWIW_ATTACH_CRC) &&
+		      !ep_open(&b, sb, SWIW_ATTACH_CRC),
+	      "attach");
+	CHECK(!reg_mr(a.fd, src, len, 0, &s_src) &&
+		      !reg_mr(b.fd, dst, len,
+			      ACC_LOCAL_WRITE | ACC_REMOTE_WRITE, &s_dst),
+	      "reg");
+	bell.e = &b;
+	CHECK(!pthread_create(&tid, NULL, bell_main, &bell), "thread");
+	for (i = 0; i < 6 && !err; i++)
+		err = op_write(&a, src, (uint32_t)len, s_src, s_dst,
+			       (uintptr_t)dst, 1U << 16);
+	CHECK(!err, "writes queued");
+	CHECK(!ep_detach(&b), "detach mid-transfer");
+	bell.stop = true;
+	pthread_join(tid, NULL);
+	CHECK(!bell.odd, "%d doorbells failed oddly", bell.odd);
+	/* The socket is b's own again: closing it ends a's stream. */
+	ep_close(&b);
+	for (;;) {
+		struct swiw_rxev ev;
+
+		if (get_event(&a, &ev, WAIT_MS)) {
+			CHECK(0, "a saw no CLOSED");
+			break;
+		}
+		if (ev.type == SWIW_RXEV_CLOSED)
+			break;
+	}
+	CHECK(!ep_detach(&a), "detach a");
+	ep_close(&a);
+	munmap(src, len);
+	munmap(dst, len);
 }
 
 static int send_u32(int fd, uint32_t v)
@@ -1071,6 +1283,9 @@ int main(int argc, char **argv)
 			 SWIW_ATTACH_MARKERS_RX,
 		 "markers and CRC");
 	test_plain_peer();
+	test_stall();
+	test_backpressure();
+	test_detach_race();
 	test_detach_rqe();
 	test_stopped_owner();
 	test_killed_owner();
