@@ -547,6 +547,9 @@ static int recv_wait(struct ep *e, uint64_t id, uint32_t *len)
 
 /* --- tests ---------------------------------------------------------- */
 
+static long vm_pin_kb(void);
+static bool settles(long (*fn)(void), long want);
+
 /* SEND, WRITE, READ and atomics between two attached ends. */
 static void test_ops(uint32_t flags, const char *what)
 {
@@ -948,6 +951,141 @@ static void test_detach_race(void)
 	munmap(dst, len);
 }
 
+/*
+ * A region deregistered while the helper holds it (a tagged segment half
+ * received): its pages stay pinned and charged, the rest of the segment
+ * lands in them, and they go when the helper lets go. Then the STag is
+ * dead for the peer.
+ */
+static void test_dereg_held(void)
+{
+	size_t len = 8 * page;
+	uint8_t *dst = map_anon(len, false), *pl = map_anon(len, false);
+	uint8_t fpdu[2 + SWIW_DDP_HDR_MAX + 8000 + 8];
+	struct swiw_rdmap_msg m = { .opcode = RDMAP_WRITE, .len = 8000 };
+	struct swiw_ddp_txseg seg;
+	struct swiw_ddp_tx tx;
+	struct swiw_rxev ev;
+	uint32_t s_dst = 0, n;
+	long base = vm_pin_kb();
+	struct ep b;
+	int sa, sb;
+
+	printf("# dereg while held\n");
+	if (!dst || !pl || tcp_pair(&sa, &sb)) {
+		CHECK(0, "setup");
+		return;
+	}
+	CHECK(!ep_open(&b, sb, 0), "attach (no CRC, no markers)");
+	CHECK(!reg_mr(b.fd, dst, len, ACC_LOCAL_WRITE | ACC_REMOTE_WRITE,
+		      &s_dst),
+	      "reg");
+	CHECK(vm_pin_kb() == base + (long)(len / 1024), "VmPin %ld",
+	      vm_pin_kb());
+	/* One FPDU by hand: length, tagged header, payload, pad, CRC 0. */
+	fill(pl, 8000, 6);
+	m.stag = s_dst;
+	m.to = (uintptr_t)dst + 16;
+	CHECK(!swiw_ddp_tx_init(&tx, &m) &&
+		      swiw_ddp_tx_next(&tx, 1U << 16, fpdu + 2,
+				       SWIW_DDP_HDR_MAX, &seg) == 1 &&
+		      seg.last && seg.payload_len == 8000,
+	      "one segment");
+	n = seg.hdr_len + 8000;
+	fpdu[0] = (uint8_t)(n >> 8);
+	fpdu[1] = (uint8_t)n;
+	memcpy(fpdu + 2 + seg.hdr_len, pl, 8000);
+	n = swiw_mpa_fpdu_len(n, 0, false);
+	memset(fpdu + n - 4 - swiw_mpa_pad(seg.hdr_len + 8000), 0,
+	       4 + swiw_mpa_pad(seg.hdr_len + 8000));
+	CHECK(write(sa, fpdu, 3000) == 3000, "first part");
+	usleep(200000);
+	CHECK(!dereg_mr(b.fd, s_dst), "dereg while the segment is half in");
+	CHECK(vm_pin_kb() == base + (long)(len / 1024),
+	      "still pinned and charged while held: VmPin %ld", vm_pin_kb());
+	CHECK(write(sa, fpdu + 3000, n - 3000) == (ssize_t)(n - 3000),
+	      "the rest");
+	CHECK(settles(vm_pin_kb, base), "VmPin %ld back to %ld", vm_pin_kb(),
+	      base);
+	CHECK(!differ(dst + 16, pl, 8000), "the whole segment placed");
+	/* The same STag again: the region is gone. */
+	CHECK(write(sa, fpdu, n) == (ssize_t)n, "again");
+	CHECK(!get_event(&b, &ev, WAIT_MS) && ev.type == SWIW_RXEV_VIOLATION,
+	      "a dead STag is a violation (type %u)", ev.type);
+	CHECK(!ep_detach(&b), "detach");
+	ep_close(&b);
+	close(sa);
+	munmap(dst, len);
+	munmap(pl, len);
+}
+
+/*
+ * Send with Invalidate, and the local invalidate txd: the STag stops
+ * working for the peer; invalidating it again is ENOENT.
+ */
+static void test_invalidate(void)
+{
+	size_t len = 4 * page;
+	uint8_t *src = map_anon(len, false), *dst = map_anon(len, false);
+	uint8_t *rbuf = map_anon(len, false);
+	uint32_t s_src = 0, s_dst = 0, s_dst2 = 0, s_rbuf = 0, got = 0;
+	struct swiw_rdmap_msg m = { .opcode = RDMAP_SEND_INVAL,
+				    .len = 64,
+				    .msn = 1 };
+	struct swiw_txd t = { .id = 9,
+			      .flags = SWIW_TXD_INVALIDATE | SWIW_TXD_EVENT,
+			      .hdr_len = 4 };
+	struct swiw_rxev ev;
+	struct ep a, b;
+	int sa, sb;
+
+	printf("# invalidate\n");
+	if (!src || !dst || !rbuf || tcp_pair(&sa, &sb)) {
+		CHECK(0, "setup");
+		return;
+	}
+	CHECK(!ep_open(&a, sa, SWIW_ATTACH_CRC) &&
+		      !ep_open(&b, sb, SWIW_ATTACH_CRC),
+	      "attach");
+	CHECK(!reg_mr(a.fd, src, len, 0, &s_src) &&
+		      !reg_mr(b.fd, dst, len,
+			      ACC_LOCAL_WRITE | ACC_REMOTE_WRITE, &s_dst) &&
+		      !reg_mr(b.fd, dst, len,
+			      ACC_LOCAL_WRITE | ACC_REMOTE_WRITE, &s_dst2) &&
+		      !reg_mr(b.fd, rbuf, len, ACC_LOCAL_WRITE, &s_rbuf),
+	      "reg");
+	/* Local invalidate by b, in ring order: 0, then ENOENT. */
+	memcpy(t.hdr, &s_dst2, 4);
+	CHECK(!post_txd(&b, &t) && !want_event(&b, SWIW_RXEV_SENT, &ev) &&
+		      ev.id == 9 && ev.status == 0,
+	      "local invalidate: status %u", ev.status);
+	t.id = 10;
+	CHECK(!post_txd(&b, &t) && !want_event(&b, SWIW_RXEV_SENT, &ev) &&
+		      ev.id == 10 && ev.status == ENOENT,
+	      "invalidate again: status %u", ev.status);
+	/* Send with Invalidate of s_dst from a. */
+	CHECK(!post_rqe(&b, 0x77, rbuf, (uint32_t)len, s_rbuf) &&
+		      !ep_doorbell(&b),
+	      "post RQE");
+	m.inval_stag = s_dst;
+	CHECK(!send_msg(&a, &m, src, s_src, 1000, 1, false),
+	      "send with invalidate");
+	CHECK(!recv_wait(&b, 0x77, &got) && got == 64, "received");
+	/* A WRITE through either STag now fails at b. */
+	CHECK(!op_write(&a, src, 16, s_src, s_dst, (uintptr_t)dst, 1000),
+	      "write to the invalidated STag");
+	CHECK(!get_event(&b, &ev, WAIT_MS) && ev.type == SWIW_RXEV_VIOLATION,
+	      "it is a violation (type %u)", ev.type);
+	CHECK(!ep_detach(&a) && !ep_detach(&b), "detach");
+	CHECK(!dereg_mr(b.fd, s_dst) && !dereg_mr(b.fd, s_dst2),
+	      "invalidated regions still deregister");
+	ep_close(&a);
+	ep_close(&b);
+	munmap(src, len);
+	munmap(dst, len);
+	munmap(rbuf, len);
+}
+
 static int send_u32(int fd, uint32_t v)
 {
 	return write(fd, &v, sizeof(v)) == sizeof(v) ? 0 : -1;
@@ -1287,6 +1425,8 @@ int main(int argc, char **argv)
 	test_backpressure();
 	test_detach_race();
 	test_detach_rqe();
+	test_dereg_held();
+	test_invalidate();
 	test_stopped_owner();
 	test_killed_owner();
 	test_memlock();
