@@ -191,7 +191,7 @@ struct swiw_cq_ctrl {
  * the provider (hdr_len octets, at most 70), the payload (payload_len
  * octets, the sum of sge[].length; num_sge at most SWIW_TXD_SGE) gathered
  * from regions of this file by lkey. hdr_len + payload_len is the ULPDU
- * (at least 18, at most 65535 octets; the provider keeps it within its
+ * (at least 14, a tagged header; at most 65535; the provider keeps it in its
  * MULPDU). The helper clears a txd's VALID only when the txd is fully on
  * the socket (accepted by TCP), so the provider may keep what a txd
  * points at until then.

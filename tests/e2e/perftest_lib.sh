@@ -83,6 +83,16 @@ pair() {
 		pd_leak_ok "$srv_rc" "$(cat "$T_TMP/srv.err")" && srv_rc=0
 	fi
 	if [ "$RC" -ne 0 ] || [ "$srv_rc" -ne 0 ]; then
+		# Under QEMU TCG perftest's CPU clock estimate can fail its
+		# own fit ("Can't produce a report") after a good run:
+		# only there, and only for that, run the pair again.
+		if [ "${SWIW_E2E_TCG:-0}" = 1 ] && [ "${PAIR_TRY:-1}" -lt 8 ] &&
+			{ cat "$T_TMP/srv.err"; printf '%s\n' "$ERR"; } |
+				grep -q "Can't produce a report"; then
+			note "$prog $*: perftest's clock fit failed under TCG, again"
+			PAIR_TRY=$((${PAIR_TRY:-1} + 1)) pair "$prog" "$report" "$@"
+			return
+		fi
 		cat "$T_TMP/srv.out" "$T_TMP/srv.err" >&2
 		show_last >&2
 		fail "$prog $*: client exit $RC, server exit $srv_rc"
@@ -99,5 +109,10 @@ pair() {
 
 # perftest's figure lines: size, iterations, then numbers (tab-separated).
 S='[[:space:]]+'
-BW="^[[:space:]]*[0-9]+${S}[0-9]+${S}[0-9.]+${S}[0-9.]+${S}[0-9.]+[[:space:]]*\$"
-LAT="^[[:space:]]*[0-9]+${S}[0-9]+${S}[0-9.]+${S}[0-9.]+${S}[0-9.]+${S}[0-9.]+"
+N='[0-9.]+'
+# In the VM lab (QEMU TCG, SWIW_E2E_TCG=1) perftest's cycle counter can
+# make a whole row inf or nan although every iteration completed: the row
+# still counts there, never on a real host.
+[ "${SWIW_E2E_TCG:-0}" = 1 ] && N='([0-9.]+|inf|-?nan)'
+BW="^[[:space:]]*[0-9]+${S}[0-9]+${S}${N}${S}${N}${S}${N}[[:space:]]*\$"
+LAT="^[[:space:]]*[0-9]+${S}[0-9]+${S}${N}${S}${N}${S}${N}${S}${N}"

@@ -5,11 +5,14 @@
 set -u
 cc=$1 wire=$2
 stub=$(dirname "$0")/freestanding
+# The lower half also sees swiw-abi.h and swiw_limits.h, as in the kernel.
+top=$wire/../../..
 fail=0 n=0
 for f in "$wire"/*.c; do
 	n=$((n + 1))
 	if ! "$cc" -std=gnu11 -ffreestanding -nostdinc -DSWIW_FREESTANDING \
-		-Wall -Wextra -Werror -O2 -I"$stub" -I"$wire" -c "$f" -o /dev/null; then
+		-Wall -Wextra -Werror -O2 -I"$stub" -I"$wire" \
+		-I"$top/kernel-headers" -I"$top/providers/swiw" -c "$f" -o /dev/null; then
 		echo "FAIL: $f does not build freestanding"
 		fail=1
 	fi

@@ -25,6 +25,7 @@
 #include "swiw_port.h"
 #include "swiw_ddp.h"
 #include "swiw_fpdu.h"
+#include "swiw_limits.h"
 
 #include <rdma/swiw-abi.h>
 
@@ -126,6 +127,23 @@ struct swiw_lower_rqe {
 	} sge[SWIW_MAX_SGE];
 };
 
+/* Pieces one SGE of a segment may map to (65535 octets over 4 KiB pages). */
+#define SWIW_LOWER_MAP_MAX 20
+#define SWIW_LOWER_ULPDU_IOV (1 + SWIW_TXD_SGE * SWIW_LOWER_MAP_MAX)
+#define SWIW_LOWER_FRAME_IOV \
+	(SWIW_LOWER_ULPDU_IOV + 2 + 2 * SWIW_FPDU_MAX_MARKERS)
+/*
+ * Event reservation: reception needs this many free event slots before it
+ * starts an FPDU (the RTR event, then a SEGMENT or the VIOLATION), and
+ * transmit leaves them free for it.
+ */
+#define SWIW_LOWER_RX_EVENTS 2
+/* The smallest event ring: a stall then means half of it is unread. */
+#define SWIW_LOWER_RXEV_MIN 8
+/* Events that found no room (at most a SENT failure and the end of
+ * reception), posted at the next doorbell. */
+#define SWIW_LOWER_PEND 4
+
 /*
  * Per stream; the caller allocates it (it is large) and keeps it. The
  * members are the implementation's: use the functions.
@@ -137,44 +155,65 @@ struct swiw_lower {
 
 	/* Transmit */
 	struct swiw_fpdu_tx ftx;
-	bool tx_failed; /* a bad txd: nothing more goes out */
+	bool tx_failed; /* a bad txd or the transport: nothing more goes out */
 	bool in_msg; /* a provider message is half sent (no L yet) */
 	bool frame_busy; /* frame below holds octets not yet sent */
 	bool frame_txd; /* it is a txd's (else a response's) */
-	u32 frame_sent; /* its octets the transport took */
+	bool frame_last; /* a response's: its last segment */
+	u32 frame_idx; /* its first piece not wholly sent */
 	struct swiw_txd txd; /* the txd being sent, copied out */
-	void *txd_slot;
 	void *txd_mr[SWIW_TXD_SGE]; /* held while the frame is out */
 	u32 txd_nmr;
-	struct swiw_iov ulpdu[2 + SWIW_TXD_SGE * 16];
-	struct swiw_iov
-		fiov[2 * (2 + SWIW_TXD_SGE * 16) + SWIW_FPDU_MAX_MARKERS * 2];
+	struct swiw_iov ulpdu[SWIW_LOWER_ULPDU_IOV];
+	struct swiw_iov fiov[SWIW_LOWER_FRAME_IOV];
 	struct swiw_fpdu_frame frame;
 	u8 resp_hdr[SWIW_DDP_HDR_MAX];
 	struct swiw_ddp_tx resp_tx; /* the response being cut */
 	bool resp_busy;
 	struct swiw_lower_resp resp[SWIW_MAX_IRD]; /* FIFO */
 	u32 resp_head, resp_tail;
-	u32 msn_rresp_unused; /* responses carry the request's MSN */
+	u32 msn_aresp; /* MSN of our next Atomic Response (queue 3) */
 
 	/* Receive */
 	struct swiw_fpdu_rx frx;
 	struct swiw_ddp_rx drx;
-	bool rx_done; /* VIOLATION, TERMINATE or CLOSED posted */
-	bool first_seen; /* the RTR event went */
+	bool rx_done; /* VIOLATION, TERMINATE or CLOSED decided */
+	bool rx_mid; /* an FPDU is under way (its events are reserved) */
+	bool first_seen; /* the first message's END was seen */
+	bool rtr_write; /* the current segment is the RTR's zero Write */
 	bool seg_ok;
 	struct swiw_ddp_seg seg;
 	struct swiw_ddp_dest dst;
+	u8 seg_hdr[SWIW_DDP_HDR_MAX]; /* the segment's header, as received */
+	u32 seg_hdr_len;
 	struct swiw_lower_mr tmr; /* the current tagged segment's region */
 	bool tmr_held;
+	u64 t_acc; /* octets of the tagged message under way */
 	struct swiw_lower_rqe rqe;
+	struct swiw_sge rqe_sge[SWIW_MAX_SGE]; /* an RQE's SGEs, copied */
 	u64 write_acc, last_write_len;
 	bool after_write;
 
 	/* Events */
 	bool stalled; /* the event ring was full: wait for a doorbell */
+	bool wake_due;
+	u32 npend;
+	struct swiw_rxev pend[SWIW_LOWER_PEND];
 };
 
+/*
+ * Sets @l up for a stream attached before any FPDU. Returns 0, or
+ * -EINVAL for a missing op or a cfg it cannot run: rings of 2^k slots
+ * with strides that hold their element (multiples of 8), an event ring
+ * of at least SWIW_LOWER_RXEV_MIN slots, an RQ ring whose stride holds
+ * max_sge (<= SWIW_MAX_SGE) SGEs, mulpdu above SWIW_DDP_HDR_MAX. IRD
+ * above SWIW_MAX_IRD is cut to it.
+ *
+ * Calling rules: every call on one @l is serialised by the caller.
+ * Reception may queue responses: call swiw_lower_tx() after
+ * swiw_lower_rx() took octets. After swiw_lower_doorbell(), call
+ * swiw_lower_tx() and feed the octets swiw_lower_rx() left again.
+ */
 int swiw_lower_init(struct swiw_lower *l, const struct swiw_lower_cfg *cfg,
 		    const struct swiw_lower_ops *ops, void *env);
 
@@ -184,6 +223,8 @@ int swiw_lower_init(struct swiw_lower *l, const struct swiw_lower_cfg *cfg,
  * stopped (event ring full: swiw_lower_stalled(); or a VIOLATION,
  * TERMINATE or CLOSED posted: swiw_lower_rx_done()). The environment
  * keeps the rest in the socket and feeds it again after a doorbell.
+ * A TERMINATE of the peer that fails its checks ends reception with a
+ * VIOLATION whose hdr is that TERMINATE: the provider never answers it.
  */
 int swiw_lower_rx(struct swiw_lower *l, const void *data, size_t len,
 		  size_t *used);
@@ -195,7 +236,11 @@ void swiw_lower_rx_closed(struct swiw_lower *l, int err);
  * Transmit: frames and hands to the transport what the transmit ring
  * and the response FIFO hold, until the transport takes no more or
  * nothing is left. Returns 1 when octets are waiting for transport room
- * (call again when it has some), 0 when idle or stopped.
+ * (call again when it has some), 0 when idle or stopped. A txd's ULPDU
+ * is at least a tagged header (14 octets: an RTR's zero-length Write)
+ * and, with markers, short enough for its last marker's FPDUPTR (the
+ * provider's MULPDU always is); txd flags other than SWIW_SLOT_VALID,
+ * SWIW_TXD_EVENT and SWIW_TXD_INVALIDATE fail it with EINVAL.
  */
 int swiw_lower_tx(struct swiw_lower *l);
 

@@ -26,6 +26,7 @@
 #include <linux/kernel.h>
 #include <linux/string.h>
 #include <linux/crc32c.h>
+#include <asm/barrier.h>
 
 /* The kernel's crc32c() is the raw update: no pre- or post-inversion. */
 static inline u32 swiw_crc32c(u32 crc, const void *buf, size_t len)
@@ -220,5 +221,32 @@ static inline void swiw_put_be64(void *p, u64 v)
 	swiw_put_be32(p, (u32)(v >> 32));
 	swiw_put_be32((u8 *)p + 4, (u32)v);
 }
+
+/*
+ * The flags word of a ring slot shared with another party (swiw-abi.h,
+ * RINGS AND OWNERSHIP): loaded with acquire ordering before the slot's
+ * contents are read, stored with release ordering after they are written.
+ */
+#ifdef __KERNEL__
+static inline u16 swiw_slot_flags_load(const u16 *flags)
+{
+	return smp_load_acquire(flags);
+}
+
+static inline void swiw_slot_flags_store(u16 *flags, u16 v)
+{
+	smp_store_release(flags, v);
+}
+#else
+static inline u16 swiw_slot_flags_load(const u16 *flags)
+{
+	return __atomic_load_n(flags, __ATOMIC_ACQUIRE);
+}
+
+static inline void swiw_slot_flags_store(u16 *flags, u16 v)
+{
+	__atomic_store_n(flags, v, __ATOMIC_RELEASE);
+}
+#endif
 
 #endif /* SWIW_PORT_H */

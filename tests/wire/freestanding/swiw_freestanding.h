@@ -64,6 +64,7 @@ typedef u64 __bitwise __le64;
 #define ECONNREFUSED 111
 #define EALREADY 114
 #define EINPROGRESS 115
+#define ECANCELED 125
 
 void *memcpy(void *dst, const void *src, size_t n);
 void *memmove(void *dst, const void *src, size_t n);

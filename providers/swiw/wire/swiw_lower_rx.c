@@ -1,0 +1,390 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * The lower half's receive side (swiw_lower.h): octets are deframed
+ * step by step, each ULPDU header goes through swiw_ddp_rx_segment with
+ * the regions and the RQ ring behind its lookups, payload is copied into
+ * place as it arrives, and a message's end posts its event. The same
+ * semantics as the in-process engine's swiw_qp_rx.c.
+ */
+#include "swiw_lower_priv.h"
+
+/* Memory lookups for swiw_ddp_rx_segment ---------------------------- */
+
+/* Holds the region @stag names for the current segment. */
+static int lookup_tagged(void *ctx, unsigned int opcode, u32 stag,
+			 struct swiw_ddp_region *r)
+{
+	struct swiw_lower *l = ctx;
+
+	(void)opcode; /* swiw_ddp_rx_segment checks the rights it needs */
+	swiw_lower_tmr_drop(l);
+	if (l->ops->mr_get(l->env, stag, &l->tmr))
+		return -ENOENT;
+	l->tmr_held = true;
+	r->handle = &l->tmr;
+	r->base = l->tmr.base;
+	r->len = l->tmr.len;
+	r->access = l->tmr.access;
+	r->associated = true; /* mr_get finds the stream's own only */
+	r->progress = NULL;
+	return 0;
+}
+
+/* Checks the SGEs copied out of an RQE and holds their regions. */
+static bool rqe_sges(struct swiw_lower *l, u32 n)
+{
+	struct swiw_lower_rqe *q = &l->rqe;
+	u32 i;
+
+	for (i = 0; i < n; i++) {
+		const struct swiw_sge *s = &l->rqe_sge[i];
+		u64 addr = s->laddr, off;
+		struct swiw_lower_mr m;
+
+		if (!s->length)
+			continue;
+		if (l->ops->mr_get(l->env, s->lkey, &m))
+			return false;
+		q->sge[q->nsge].mr = m.handle;
+		q->sge[q->nsge].addr = addr;
+		q->sge[q->nsge].len = s->length;
+		q->nsge++;
+		if (!(m.access & SWIW_ACC_LOCAL_WRITE) || addr < m.base)
+			return false;
+		off = addr - m.base;
+		if (off > m.len || s->length > m.len - off)
+			return false;
+		q->len += s->length;
+	}
+	return true;
+}
+
+/* Takes the next RQE from the RQ ring: 0, or -ENOENT (none, or bad). */
+static int rqe_take(struct swiw_lower *l)
+{
+	struct swiw_lower_rq *rq = l->cfg.rq;
+	struct swiw_rqe h;
+	bool fits;
+	u16 *fl;
+	u8 *slot;
+
+	if (!rq)
+		return -ENOENT;
+	l->ops->rq_lock(l->env, rq);
+	slot = swiw_lower_slot(&rq->ring, rq->ring.pos);
+	fl = swiw_lower_slot_flags(slot);
+	if (!(swiw_slot_flags_load(fl) & SWIW_SLOT_VALID)) {
+		l->ops->rq_unlock(l->env, rq);
+		return -ENOENT;
+	}
+	swiw_lower_slot_copy(&h, slot, sizeof(h));
+	/* The ring's stride holds max_sge SGEs (swiw_lower_init). */
+	fits = h.num_sge <= rq->max_sge;
+	if (fits)
+		memcpy(l->rqe_sge, slot + SWIW_RQE_HDR_SIZE,
+		       h.num_sge * sizeof(struct swiw_sge));
+	swiw_slot_flags_store(fl, 0);
+	rq->ring.pos++;
+	l->ops->rq_unlock(l->env, rq);
+
+	memset(&l->rqe, 0, sizeof(l->rqe));
+	l->rqe.valid = true;
+	l->rqe.id = h.id;
+	if (!fits || !rqe_sges(l, h.num_sge)) {
+		l->rqe.bad = true;
+		return -ENOENT;
+	}
+	return 0;
+}
+
+/* The RQE of the message under way (queue 0), or a result buffer for
+ * an Atomic Response (queue 3), whose value the event carries. */
+static int lookup_untagged(void *ctx, u32 qn, u32 msn, struct swiw_ddp_rbuf *b)
+{
+	struct swiw_lower *l = ctx;
+
+	(void)msn; /* ordered: one message at a time per queue */
+	b->progress = NULL;
+	if (qn == RDMAP_QN_ATOMIC_RESP) {
+		b->handle = &l->seg.u.aresp;
+		b->len = RDMAP_ATOMIC_DATA_SIZE;
+		return 0;
+	}
+	if (qn != RDMAP_QN_SEND)
+		return -ENOENT;
+	if (!l->rqe.valid && rqe_take(l))
+		return -ENOENT;
+	b->handle = &l->rqe;
+	b->len = l->rqe.len;
+	return 0;
+}
+
+const struct swiw_ddp_mem_ops swiw_lower_mem_ops = {
+	.tagged = lookup_tagged,
+	.untagged = lookup_untagged,
+};
+
+/* Placement --------------------------------------------------------- */
+
+/* Copies @n octets at ULPDU offset @uoff of the segment into place. */
+static void place(struct swiw_lower *l, u32 uoff, const u8 *p, u32 n)
+{
+	const struct swiw_ddp_dest *d = &l->dst;
+	u64 k, off;
+	u32 i, c;
+
+	if (!l->seg_ok || d->action != SWIW_DDP_PLACE || !d->handle)
+		return;
+	if (uoff < l->seg.hdr_len) {
+		u32 skip = l->seg.hdr_len - uoff;
+
+		if (skip >= n)
+			return;
+		p += skip;
+		n -= skip;
+		uoff += skip;
+	}
+	k = uoff - l->seg.hdr_len;
+	if (k >= d->len)
+		return;
+	n = (u32)SWIW_MIN((u64)n, d->len - k);
+	off = d->offset + k;
+	if (d->handle == &l->tmr) {
+		l->ops->mr_write(l->env, l->tmr.handle, l->tmr.base + off, p,
+				 n);
+		return;
+	}
+	/* The RQE: MO + length lie within its octets (UT_TOO_LONG). */
+	for (i = 0; i < l->rqe.nsge && n; i++) {
+		if (off >= l->rqe.sge[i].len) {
+			off -= l->rqe.sge[i].len;
+			continue;
+		}
+		c = (u32)SWIW_MIN((u64)n, l->rqe.sge[i].len - off);
+		l->ops->mr_write(l->env, l->rqe.sge[i].mr,
+				 l->rqe.sge[i].addr + off, p, c);
+		p += c;
+		n -= c;
+		off = 0;
+	}
+}
+
+/* Events ------------------------------------------------------------ */
+
+/* A SEGMENT event with the current segment's header. */
+static void post_seg(struct swiw_lower *l, u64 id, u16 flags, u64 len)
+{
+	struct swiw_rxev ev;
+
+	memset(&ev, 0, sizeof(ev));
+	ev.id = id;
+	ev.flags = flags;
+	ev.type = SWIW_RXEV_SEGMENT;
+	ev.len = (u32)len;
+	ev.hdr_len = (u8)l->seg_hdr_len;
+	memcpy(ev.hdr, l->seg_hdr, l->seg_hdr_len);
+	swiw_lower_ev_post(l, &ev);
+}
+
+/* An untagged message on queue 0 completed its RQE. */
+static void post_rqe(struct swiw_lower *l, u16 flags, u64 len)
+{
+	post_seg(l, l->rqe.id, (u16)(SWIW_RXEV_RQE | flags), len);
+	swiw_lower_rqe_drop(l);
+}
+
+/* Receive ----------------------------------------------------------- */
+
+static void on_hdr(struct swiw_lower *l)
+{
+	enum swiw_violation v = SWIW_V_NONE;
+	u32 hl, ulen = swiw_fpdu_rx_ulpdu_len(&l->frx);
+	const u8 *h = swiw_fpdu_rx_hdr(&l->frx, &hl);
+	int rc;
+
+	swiw_lower_tmr_drop(l);
+	l->seg_ok = false;
+	rc = swiw_ddp_rx_segment(&l->drx, h, ulen, &l->seg, &l->dst, &v);
+	if (rc) {
+		/* A TERMINATE that fails its checks shows in hdr: the
+		 * provider never answers one. */
+		if (l->rqe.bad || rc != -EPROTO)
+			v = SWIW_V_DDP_CATASTROPHIC;
+		swiw_lower_rx_end(l, SWIW_RXEV_VIOLATION, v, 0, h, hl);
+		return;
+	}
+	l->seg_ok = true;
+	l->seg_hdr_len = SWIW_MIN(hl, l->seg.hdr_len);
+	memcpy(l->seg_hdr, h, l->seg_hdr_len);
+	/* The RTR's zero-length Write is no Write of the ULP's. */
+	l->rtr_write = l->cfg.rtr_event && !l->first_seen &&
+		       l->seg.opcode == RDMAP_WRITE && !l->seg.payload_len;
+	if (hl > l->seg.hdr_len)
+		place(l, 0, h, hl);
+}
+
+/* A Read or Atomic Request passed every check: queue its response. */
+static void queue_resp(struct swiw_lower *l)
+{
+	const struct swiw_ddp_seg *g = &l->seg;
+	struct swiw_lower_resp *r = &l->resp[l->resp_tail % SWIW_MAX_IRD];
+	u64 orig;
+
+	memset(r, 0, sizeof(*r));
+	if (l->dst.action == SWIW_DDP_ATOMIC_REQ) {
+		if (l->ops->mr_atomic(l->env, l->tmr.handle,
+				      l->tmr.base + l->dst.offset, &g->u.areq,
+				      &orig)) {
+			/* Aligned TO, memory no atomic can reach. */
+			swiw_lower_rx_end(l, SWIW_RXEV_VIOLATION,
+					  SWIW_V_RDMAP_ATOMIC_ALIGN, 0, NULL,
+					  0);
+			return;
+		}
+		r->atomic = true;
+		r->msg.opcode = RDMAP_ATOMIC_RESP;
+		r->msg.msn = l->msn_aresp++;
+		r->msg.u.aresp.req_id = g->u.areq.req_id;
+		r->msg.u.aresp.orig = orig;
+	} else {
+		r->msg.opcode = RDMAP_READ_RESP;
+		r->msg.stag = g->u.rreq.sink_stag;
+		r->msg.to = g->u.rreq.sink_to;
+		if (l->dst.handle) {
+			/* The source stays held until the response is out. */
+			r->mr = l->tmr.handle;
+			r->src = g->u.rreq.src_to;
+			r->msg.len = g->u.rreq.size;
+			l->tmr_held = false;
+		}
+	}
+	l->resp_tail++;
+}
+
+/* A Send with Invalidate arrived whole: its STag goes first. */
+static bool remote_inv(struct swiw_lower *l, u32 stag)
+{
+	int rc = l->ops->mr_invalidate(l->env, stag);
+
+	if (!rc)
+		return true;
+	swiw_lower_rx_end(l, SWIW_RXEV_VIOLATION,
+			  rc == -EACCES ? SWIW_V_RDMAP_CANT_INVALIDATE_OP :
+					  SWIW_V_RDMAP_CANT_INVALIDATE,
+			  0, NULL, 0);
+	return false;
+}
+
+static void on_end(struct swiw_lower *l)
+{
+	const struct swiw_ddp_seg *g = &l->seg;
+	const struct swiw_ddp_dest *d = &l->dst;
+	u16 fl;
+
+	if (!l->seg_ok)
+		return;
+	l->seg_ok = false;
+	if (l->cfg.rtr_event && !l->first_seen)
+		post_seg(l, 0, 0, g->payload_len);
+	l->first_seen = true;
+	if (l->rtr_write)
+		goto out;
+	if (g->tagged)
+		l->t_acc += g->payload_len;
+	switch (d->action) {
+	case SWIW_DDP_PLACE:
+		if (!d->complete)
+			break;
+		if (g->tagged && g->opcode == RDMAP_READ_RESP) {
+			post_seg(l, 0, 0, l->t_acc);
+			l->t_acc = 0;
+		} else if (g->tagged) {
+			l->after_write = true;
+			l->last_write_len = l->t_acc;
+			l->t_acc = 0;
+		} else {
+			if ((g->op->flags & SWIW_OPF_INVAL) &&
+			    !remote_inv(l, g->rsvd_ulp))
+				return;
+			post_rqe(l, 0, d->offset + d->len);
+			l->after_write = false;
+		}
+		break;
+	case SWIW_DDP_IMMEDIATE:
+		fl = l->after_write ? SWIW_RXEV_AFTER_WRITE : 0;
+		post_rqe(l, fl, l->after_write ? l->last_write_len : 0);
+		l->after_write = false;
+		break;
+	case SWIW_DDP_READ_REQ:
+	case SWIW_DDP_ATOMIC_REQ:
+		queue_resp(l);
+		break;
+	case SWIW_DDP_ATOMIC_RESP:
+		post_seg(l, 0, 0, 0);
+		break;
+	case SWIW_DDP_TERMINATE:
+		/* The peer ended the stream: an RQE under way goes too. */
+		if (l->rqe.valid)
+			post_rqe(l, 0, 0);
+		else
+			post_seg(l, 0, 0, 0);
+		l->rx_done = true;
+		break;
+	}
+out:
+	swiw_lower_tmr_drop(l);
+}
+
+int swiw_lower_rx(struct swiw_lower *l, const void *data, size_t len,
+		  size_t *used)
+{
+	struct swiw_fpdu_rx_step st;
+	const u8 *p = data;
+	size_t left = len;
+	unsigned int ev;
+	u32 n;
+	int rc;
+
+	while (left && !l->rx_done && !l->stalled) {
+		if (!l->rx_mid) {
+			/* Room for every event this FPDU may post. */
+			if (!swiw_lower_ev_room(l, SWIW_LOWER_RX_EVENTS)) {
+				l->stalled = true;
+				break;
+			}
+			l->rx_mid = true;
+		}
+		rc = swiw_fpdu_rx_next(&l->frx, &st);
+		if (!rc) {
+			n = (u32)SWIW_MIN((size_t)st.len, left);
+			if (st.kind == SWIW_FPDU_RX_PAYLOAD)
+				place(l, st.off, p, n);
+			rc = swiw_fpdu_rx_advance(&l->frx, p, n, &ev);
+			p += n;
+			left -= n;
+		}
+		if (rc) {
+			enum swiw_violation v = swiw_fpdu_rx_violation(&l->frx);
+
+			swiw_lower_rx_end(l, SWIW_RXEV_VIOLATION,
+					  v ? v : SWIW_V_DDP_CATASTROPHIC, 0,
+					  NULL, 0);
+			break;
+		}
+		if (ev == SWIW_FPDU_EV_HDR) {
+			on_hdr(l);
+		} else if (ev == SWIW_FPDU_EV_END) {
+			on_end(l);
+			l->rx_mid = false;
+		}
+	}
+	*used = len - left;
+	swiw_lower_wake(l);
+	return 0;
+}
+
+void swiw_lower_rx_closed(struct swiw_lower *l, int err)
+{
+	swiw_lower_rx_end(l, SWIW_RXEV_CLOSED, SWIW_V_NONE, (u32)err, NULL, 0);
+	swiw_lower_wake(l);
+}
