@@ -1314,6 +1314,96 @@ static void test_killed_owner(void)
 	munmap(dst, len);
 }
 
+/*
+ * A child killed while its helper sends WRITEs to the parent: the same
+ * cleanup on the transmitting side, with frames half on the socket.
+ */
+static void test_killed_sender(void)
+{
+	size_t len = 256 * page;
+	uint8_t *dst = map_anon(len, false), *src = map_anon(len, false);
+	uint32_t s_dst = 0;
+	long base_pins, base_refs, end;
+	int sa, sb, pfd[2], status;
+	struct swiw_rxev ev;
+	struct ep b;
+	pid_t pid;
+	char c;
+
+	printf("# killed sender\n");
+	if (!dst || !src || tcp_pair(&sa, &sb) || pipe(pfd)) {
+		CHECK(0, "setup");
+		return;
+	}
+	CHECK(!ep_open(&b, sb,
+		       SWIW_ATTACH_CRC | SWIW_ATTACH_MARKERS_TX |
+			       SWIW_ATTACH_MARKERS_RX),
+	      "attach b");
+	CHECK(!reg_mr(b.fd, dst, len, ACC_LOCAL_WRITE | ACC_REMOTE_WRITE,
+		      &s_dst),
+	      "reg dst");
+	base_pins = pins();
+	base_refs = module_refcnt();
+	pid = fork();
+	if (!pid) {
+		uint32_t s_src;
+		struct ep a;
+
+		close(pfd[0]);
+		close(b.fd);
+		close(sb);
+		memset(src, 0x6b, len);
+		if (ep_open(&a, sa,
+			    SWIW_ATTACH_CRC | SWIW_ATTACH_MARKERS_TX |
+				    SWIW_ATTACH_MARKERS_RX) ||
+		    reg_mr(a.fd, src, len, 0, &s_src) ||
+		    write(pfd[1], "r", 1) != 1)
+			_exit(1);
+		/* WRITEs until killed (ring_put doorbells when full). */
+		for (;;) {
+			if (op_write(&a, src, (uint32_t)len, s_src, s_dst,
+				     (uintptr_t)dst, 1U << 15))
+				_exit(2);
+			while (!get_event(&a, &ev, 0))
+				;
+		}
+	}
+	close(sa);
+	close(pfd[1]);
+	CHECK(read(pfd[0], &c, 1) == 1, "child ready");
+	/* Data arriving: the child's helper is sending. */
+	end = now_ms() + WAIT_MS;
+	while (dst[len - 1] != 0x6b && now_ms() < end)
+		usleep(1000);
+	CHECK(dst[len - 1] == 0x6b, "the child's WRITEs arrive");
+	kill(pid, SIGKILL);
+	CHECK(waitpid(pid, &status, 0) == pid && WIFSIGNALED(status) &&
+		      WTERMSIG(status) == SIGKILL,
+	      "child killed mid-transfer (status 0x%x)", status);
+	CHECK(settles(module_refcnt, base_refs), "module refcnt %ld, want %ld",
+	      module_refcnt(), base_refs);
+	CHECK(settles(pins, base_pins), "pins %ld, want %ld", pins(),
+	      base_pins);
+	/* b's stream ends: cut mid-FPDU (CLOSED) or garbled (VIOLATION). */
+	for (;;) {
+		if (get_event(&b, &ev, WAIT_MS)) {
+			CHECK(0, "b's stream did not end");
+			break;
+		}
+		if (ev.type == SWIW_RXEV_CLOSED ||
+		    ev.type == SWIW_RXEV_VIOLATION) {
+			printf("# b: event %u status %u\n", ev.type, ev.status);
+			CHECK(1, "b's stream ended");
+			break;
+		}
+	}
+	CHECK(!ep_detach(&b), "detach b");
+	ep_close(&b);
+	close(pfd[0]);
+	munmap(dst, len);
+	munmap(src, len);
+}
+
 static int drop_ipc_lock(void)
 {
 	struct __user_cap_header_struct h = {
@@ -1429,6 +1519,7 @@ int main(int argc, char **argv)
 	test_invalidate();
 	test_stopped_owner();
 	test_killed_owner();
+	test_killed_sender();
 	test_memlock();
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
