@@ -253,6 +253,8 @@ static int swiw_rx_actor(read_descriptor_t *desc, struct sk_buff *skb,
 	size_t done = 0;
 
 	len = min_t(size_t, len, desc->count);
+	if (!len)
+		return 0; /* called again after a stop: the rest stays */
 	if (!swiw_rx_skb(s, skb, offset, len, &done))
 		desc->count = 0; /* stalled or ended: read no further */
 	else
@@ -270,17 +272,26 @@ static bool swiw_stream_rx(struct swiw_kstream *s)
 	read_descriptor_t desc = { .arg.data = s, .count = SWIW_RX_BUDGET };
 	struct sock *sk = s->sk;
 	bool more = false, end = false;
-	int err = 0;
+	int err = 0, fed;
 
 	if (swiw_lower_rx_done(&s->lower) || swiw_lower_stalled(&s->lower))
 		goto tx;
 	lock_sock(sk);
 	s->in_rx = true;
-	tcp_read_sock(sk, &desc, swiw_rx_actor);
+	fed = tcp_read_sock(sk, &desc, swiw_rx_actor);
 	s->in_rx = false;
 	if (!swiw_lower_rx_done(&s->lower) && !swiw_lower_stalled(&s->lower)) {
 		if (!skb_queue_empty(&sk->sk_receive_queue)) {
-			more = true; /* the budget ran out */
+			/*
+			 * The budget ran out; or TCP would not hand over
+			 * a byte: urgent data, which no iWARP peer sends.
+			 * Waiting would spin, so the stream ends.
+			 */
+			more = fed > 0;
+			if (!more) {
+				err = EPROTO;
+				end = true;
+			}
 		} else if (READ_ONCE(sk->sk_err)) {
 			err = READ_ONCE(sk->sk_err);
 			end = true;
@@ -505,7 +516,8 @@ int swiw_stream_attach(struct swiw_kfile *f, void __user *arg)
 	if (req.sq_id || req.cq_id)
 		return -EINVAL;
 
-	s = kvzalloc(sizeof(*s), GFP_KERNEL);
+	/* Large, and as many as the caller has sockets: charge its memcg. */
+	s = kvzalloc(sizeof(*s), GFP_KERNEL_ACCOUNT);
 	if (!s)
 		return -ENOMEM;
 	refcount_set(&s->ref, 1);

@@ -710,6 +710,21 @@ static void test_plain_peer(void)
 	CHECK(!ep_detach(&b), "detach");
 	ep_close(&b);
 	close(sa);
+
+	/* Urgent data: TCP will not hand it over in order; the end. */
+	if (tcp_pair(&sa, &sb)) {
+		CHECK(0, "tcp pair");
+		return;
+	}
+	CHECK(!ep_open(&b, sb, 0), "attach");
+	CHECK(send(sa, "!", 1, MSG_OOB) == 1, "send urgent data");
+	CHECK(!get_event(&b, &ev, WAIT_MS) && ev.type == SWIW_RXEV_CLOSED &&
+		      ev.status == EPROTO,
+	      "urgent data is CLOSED EPROTO (type %u status %u)", ev.type,
+	      ev.status);
+	CHECK(!ep_detach(&b), "detach");
+	ep_close(&b);
+	close(sa);
 }
 
 /* DETACH with an RQE taken for a message not complete: CLOSED, ECANCELED. */
