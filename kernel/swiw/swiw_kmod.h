@@ -72,6 +72,7 @@ struct swiw_kfile {
 	struct xarray mrs; /* STag index -> struct swiw_kmr */
 	struct xarray queues; /* queue id -> struct swiw_kqueue */
 	struct xarray streams; /* stream id -> struct swiw_kstream */
+	u32 next_stream; /* xa_alloc_cyclic's cursor, under lock */
 	struct mutex lock; /* queue users, queue and stream tables */
 	atomic_long_t queue_bytes;
 	wait_queue_head_t wq; /* poll(): events posted */

@@ -564,9 +564,13 @@ int swiw_stream_attach(struct swiw_kfile *f, void __user *arg)
 		goto err_sock;
 
 	/* An id, reserved: nobody finds the stream before it is whole. */
-	ret = xa_alloc(&f->streams, &id, NULL, XA_LIMIT(1, SWIW_MAX_STREAMS),
-		       GFP_KERNEL);
-	if (ret) {
+	/* Cyclic: a stale id of the caller's names no newer stream soon. */
+	mutex_lock(&f->lock);
+	ret = xa_alloc_cyclic(&f->streams, &id, NULL,
+			      XA_LIMIT(1, SWIW_MAX_STREAMS), &f->next_stream,
+			      GFP_KERNEL);
+	mutex_unlock(&f->lock);
+	if (ret < 0) {
 		ret = ret == -EBUSY ? -ENOMEM : ret;
 		goto err_fini;
 	}
@@ -643,8 +647,13 @@ int swiw_stream_cmd(struct swiw_kfile *f, unsigned int cmd, void __user *arg)
 	if (req.rsvd)
 		return -EINVAL;
 	if (cmd == SWIW_IOC_DETACH) {
+		/* A reserved id (an ATTACH under way) loads as NULL and must
+		 * stay reserved: erasing it would let its number be given
+		 * out twice. */
 		mutex_lock(&f->lock);
-		s = req.stream_id ? xa_erase(&f->streams, req.stream_id) : NULL;
+		s = xa_load(&f->streams, req.stream_id);
+		if (s)
+			xa_erase(&f->streams, req.stream_id);
 		mutex_unlock(&f->lock);
 		if (!s)
 			return -EINVAL;

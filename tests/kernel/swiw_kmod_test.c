@@ -1188,6 +1188,105 @@ static void test_stream_fuzz(void)
 }
 
 /*
+ * Threads attaching, ringing and detaching streams on one file at once,
+ * each also detaching and ringing its neighbour's: every stream goes
+ * exactly once, ids are never given twice, rings are busy exactly while
+ * attached, and the file's release finds whatever is left.
+ */
+struct sthr {
+	int fd, id, bad, line;
+	uint32_t *ids; /* one slot per thread, atomic */
+};
+
+static void *sthr_main(void *arg)
+{
+	struct sthr *t = arg;
+	unsigned int seed = (unsigned int)t->id + 100;
+	int i;
+
+	for (i = 0; i < 150; i++) {
+		struct rings r = { 0 };
+		struct swiw_ioc_queue q;
+		uint32_t id = 0, other;
+		int a, b, lsn, err;
+
+		if (queue(t->fd, SWIW_QUEUE_RQ, 64, 32, &q))
+			goto bad;
+		r.rq = q.id;
+		if (queue(t->fd, SWIW_QUEUE_TX, 64, 160, &q))
+			goto bad;
+		r.tx = q.id;
+		if (queue(t->fd, SWIW_QUEUE_RXEV, 64, 96, &q))
+			goto bad;
+		r.rxev = q.id;
+		if (tcp_pair(&a, &b, &lsn))
+			goto bad;
+		close(lsn);
+		if (attach(t->fd, &r, a, NULL, &id) || !id)
+			t->bad++, t->line = __LINE__;
+		/* Busy until published: then a neighbour may detach it. */
+		if (queue_free(t->fd, r.tx) != EBUSY)
+			t->bad++, t->line = __LINE__;
+		__atomic_store_n(&t->ids[t->id], id, __ATOMIC_RELAXED);
+		other = __atomic_load_n(&t->ids[(t->id + 1) % 3],
+					__ATOMIC_RELAXED);
+		err = stream_cmd(t->fd, SWIW_IOC_DOORBELL, other);
+		if (err && err != EINVAL)
+			t->bad++, t->line = __LINE__;
+		if (rand_r(&seed) % 3 == 0) {
+			/* The neighbour's, if still there; then maybe ours. */
+			err = stream_cmd(t->fd, SWIW_IOC_DETACH, other);
+			if (err && err != EINVAL)
+				t->bad++, t->line = __LINE__;
+		}
+		if (rand_r(&seed) % 4) {
+			err = stream_cmd(t->fd, SWIW_IOC_DETACH, id);
+			if (err && err != EINVAL)
+				t->bad++, t->line = __LINE__;
+			__atomic_store_n(&t->ids[t->id], 0, __ATOMIC_RELAXED);
+		}
+		/* Free once the stream is gone; left to release() if not. */
+		if (!queue_free(t->fd, r.tx)) {
+			if (queue_free(t->fd, r.rxev) ||
+			    queue_free(t->fd, r.rq))
+				t->bad++, t->line = __LINE__;
+		}
+		close(a);
+		close(b);
+		continue;
+bad:
+		t->bad++, t->line = __LINE__;
+		break;
+	}
+	return NULL;
+}
+
+static void test_stream_threads(void)
+{
+	uint32_t ids[3] = { 0 };
+	long refs = module_refcnt();
+	struct sthr t[3];
+	pthread_t tid[3];
+	int fd = open_dev(), i, bad = 0;
+
+	for (i = 0; i < 3; i++) {
+		t[i] = (struct sthr){ .fd = fd, .id = i, .ids = ids };
+		CHECK(!pthread_create(&tid[i], NULL, sthr_main, &t[i]),
+		      "thread %d", i);
+	}
+	for (i = 0; i < 3; i++) {
+		pthread_join(tid[i], NULL);
+		bad += t[i].bad;
+	}
+	CHECK(!bad,
+	      "%d unexpected results from racing stream threads (line %d)", bad,
+	      t[0].line | t[1].line | t[2].line);
+	close(fd);
+	CHECK(module_refcnt() == refs, "module refcnt %ld back to %ld",
+	      module_refcnt(), refs);
+}
+
+/*
  * Threads registering and deregistering on one file at once, each also
  * trying its neighbours' STags: every STag works exactly once, and
  * nothing stays pinned.
@@ -1287,6 +1386,7 @@ int main(int argc, char **argv)
 	test_queue_budget();
 	test_random();
 	test_stream_fuzz();
+	test_stream_threads();
 	test_threads();
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
