@@ -727,6 +727,49 @@ static void test_plain_peer(void)
 	close(sa);
 }
 
+/*
+ * SWIW_ATTACH_RTR_EVENT: the first message (RFC 6581's RTR, here a
+ * zero-length Write) is reported with id 0 before anything else; the
+ * messages after it as usual.
+ */
+static void test_rtr(void)
+{
+	size_t len = page;
+	uint8_t *src = map_anon(len, false), *rbuf = map_anon(len, false);
+	uint32_t s_src = 0, s_rbuf = 0, got = 0;
+	struct swiw_rxev ev;
+	struct ep a, b;
+	int sa, sb;
+
+	printf("# RTR event\n");
+	if (!src || !rbuf || tcp_pair(&sa, &sb)) {
+		CHECK(0, "setup");
+		return;
+	}
+	CHECK(!ep_open(&a, sa, SWIW_ATTACH_CRC) &&
+		      !ep_open(&b, sb, SWIW_ATTACH_CRC | SWIW_ATTACH_RTR_EVENT),
+	      "attach");
+	CHECK(!reg_mr(a.fd, src, len, 0, &s_src) &&
+		      !reg_mr(b.fd, rbuf, len, ACC_LOCAL_WRITE, &s_rbuf),
+	      "reg");
+	CHECK(!post_rqe(&b, 0x99, rbuf, (uint32_t)len, s_rbuf) &&
+		      !ep_doorbell(&b),
+	      "post RQE");
+	CHECK(!op_write(&a, NULL, 0, 0, 0, 0, 1000), "zero-length write");
+	CHECK(!op_send(&a, src, 100, s_src, 1000, 5), "send");
+	CHECK(!get_event(&b, &ev, WAIT_MS) && ev.type == SWIW_RXEV_SEGMENT &&
+		      ev.id == 0 && !(ev.flags & SWIW_RXEV_RQE) &&
+		      ev.hdr_len >= 2 && (ev.hdr[1] & 0xf) == RDMAP_WRITE,
+	      "the RTR first: type %u id %llu flags 0x%x", ev.type,
+	      (unsigned long long)ev.id, ev.flags);
+	CHECK(!recv_wait(&b, 0x99, &got) && got == 100, "then the send");
+	CHECK(!ep_detach(&a) && !ep_detach(&b), "detach");
+	ep_close(&a);
+	ep_close(&b);
+	munmap(src, len);
+	munmap(rbuf, len);
+}
+
 /* DETACH with an RQE taken for a message not complete: CLOSED, ECANCELED. */
 static void test_detach_rqe(void)
 {
@@ -1526,6 +1569,7 @@ int main(int argc, char **argv)
 			 SWIW_ATTACH_MARKERS_RX,
 		 "markers and CRC");
 	test_plain_peer();
+	test_rtr();
 	test_stall();
 	test_backpressure();
 	test_detach_race();
