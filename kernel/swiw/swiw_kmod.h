@@ -10,17 +10,36 @@
 #include <linux/types.h>
 #include <linux/mm_types.h>
 #include <linux/mutex.h>
+#include <linux/refcount.h>
+#include <linux/wait.h>
+#include <linux/workqueue.h>
 #include <linux/xarray.h>
 
 #include <rdma/swiw-abi.h>
 
 /* The provider's limits (STag indexes, IRD/ORD): one definition. */
 #include "swiw_limits.h"
+#include "swiw_lower.h"
 
-/* A registered region: its pinned pages, and the mm they were charged to. */
+/*
+ * The data path reaches pinned pages through the kernel's direct map
+ * (page_address), both for placement on receive and to hand pages to
+ * TCP on transmit; with highmem, pages would need a mapping per access.
+ */
+#ifdef CONFIG_HIGHMEM
+#error "swiw.ko needs a kernel without CONFIG_HIGHMEM (64-bit)"
+#endif
+
+/*
+ * A registered region: its pinned pages, and the mm they were charged to.
+ * The file's table holds one reference and every stream that uses it
+ * (mr_get) one more: pages stay pinned and charged until the last goes.
+ */
 struct swiw_kmr {
+	refcount_t ref;
 	u32 stag; /* (index << 8) | key, as the in-process engine's */
 	u32 access; /* IB_UVERBS_ACCESS_* */
+	bool invalid; /* invalidated: no new access finds it */
 	u64 addr;
 	u64 length;
 	unsigned long npages;
@@ -29,21 +48,34 @@ struct swiw_kmr {
 	struct page **pages;
 };
 
-/* A ring allocated with SWIW_IOC_QUEUE, mapped by the provider. */
+/*
+ * A ring allocated with SWIW_IOC_QUEUE, mapped by the provider. The
+ * file's table holds one reference, every mapping (vm_ops open/close) and
+ * every stream using it one more; the memory goes with the last.
+ */
 struct swiw_kqueue {
+	refcount_t ref;
+	struct swiw_kfile *file;
 	u32 id;
 	u32 kind; /* enum swiw_queue_kind */
 	u32 num;
 	u32 stride;
 	size_t size; /* octets the provider maps (page multiple) */
 	void *mem; /* vmalloc_user: zeroed, mappable */
+	u32 users; /* attached streams, under file->lock */
+	/* SWIW_QUEUE_RQ: the consumer side every stream on it shares. */
+	struct mutex rq_lock;
+	struct swiw_lower_rq rq;
 };
 
 struct swiw_kfile {
 	struct xarray mrs; /* STag index -> struct swiw_kmr */
 	struct xarray queues; /* queue id -> struct swiw_kqueue */
-	struct mutex lock; /* queue_bytes, and queue insertion */
-	size_t queue_bytes;
+	struct xarray streams; /* stream id -> struct swiw_kstream */
+	u32 next_stream; /* xa_alloc_cyclic's cursor, under lock */
+	struct mutex lock; /* queue users, queue and stream tables */
+	atomic_long_t queue_bytes;
+	wait_queue_head_t wq; /* poll(): events posted */
 };
 
 /*
@@ -56,19 +88,37 @@ struct swiw_kfile {
 #define SWIW_KQ_MAX_BYTES (64UL << 20)
 #define SWIW_KQ_MAX_NUM (1U << 20)
 #define SWIW_KQ_MAX_STRIDE 4096U
+/* Streams one file may have attached at once. */
+#define SWIW_MAX_STREAMS 16384
 
 extern unsigned int swiw_max_queue_mb;
+extern struct workqueue_struct *swiw_wq;
 
 int swiw_mr_reg(struct swiw_kfile *f, void __user *arg);
 int swiw_mr_dereg(struct swiw_kfile *f, void __user *arg);
 void swiw_mr_release_all(struct swiw_kfile *f);
+/* The data path's view (struct swiw_lower_ops), on a file's regions. */
+int swiw_mr_get(struct swiw_kfile *f, u32 stag, struct swiw_lower_mr *out);
+void swiw_mr_put(struct swiw_kmr *mr);
+int swiw_mr_invalidate(struct swiw_kfile *f, u32 stag);
+void swiw_mr_write(struct swiw_kmr *mr, u64 addr, const void *src, u32 len);
+u32 swiw_mr_map(struct swiw_kmr *mr, u64 addr, u32 len, struct swiw_iov *iov,
+		u32 max);
+int swiw_mr_atomic(struct swiw_kmr *mr, u64 addr,
+		   const struct swiw_rdmap_atomic_req *a, u64 *orig);
 
 int swiw_queue_alloc(struct swiw_kfile *f, void __user *arg);
+int swiw_queue_free(struct swiw_kfile *f, void __user *arg);
 int swiw_queue_mmap(struct swiw_kfile *f, struct vm_area_struct *vma);
+/* Under f->lock: a queue of this file and kind, or NULL. */
 struct swiw_kqueue *swiw_queue_find(struct swiw_kfile *f, u32 id, u32 kind);
+void swiw_queue_get(struct swiw_kqueue *q);
+void swiw_queue_put(struct swiw_kqueue *q);
 void swiw_queue_release_all(struct swiw_kfile *f);
 
 int swiw_stream_attach(struct swiw_kfile *f, void __user *arg);
 int swiw_stream_cmd(struct swiw_kfile *f, unsigned int cmd, void __user *arg);
+bool swiw_stream_events_pending(struct swiw_kfile *f);
+void swiw_stream_release_all(struct swiw_kfile *f);
 
 #endif /* SWIW_KMOD_H */

@@ -3,11 +3,11 @@
  * swiw.ko: the thin helper of the swiw software iWARP RNIC, a misc
  * character device /dev/swiw implementing kernel-headers/rdma/swiw-abi.h.
  *
- * This is the skeleton: memory registration (long-term pinning charged to
- * RLIMIT_MEMLOCK), ring allocation and mmap are complete; ATTACH, DOORBELL
- * and DETACH validate their arguments and then fail with EOPNOTSUPP, and
- * SWIW_IOC_VERSION leaves SWIW_VERSION_DATAPATH clear, so the provider
- * keeps its in-process engine for the data path.
+ * Memory registration (long-term pinning charged to RLIMIT_MEMLOCK), rings
+ * the provider maps, and helper streams: connected TCP sockets the helper
+ * frames, places and answers for (swiw_stream.c, running the wire core's
+ * lower half), so that one-sided operations complete while the owner does
+ * not run. SWIW_IOC_VERSION reports SWIW_VERSION_DATAPATH.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -15,6 +15,7 @@
 #include <linux/miscdevice.h>
 #include <linux/fs.h>
 #include <linux/mm.h>
+#include <linux/poll.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 
@@ -28,6 +29,9 @@ MODULE_PARM_DESC(
 	max_queue_mb,
 	"Ring memory one open file may allocate, in MiB (default 1024)");
 
+/* Streams' receive and transmit work (swiw_stream.c). */
+struct workqueue_struct *swiw_wq;
+
 static int swiw_open(struct inode *inode, struct file *file)
 {
 	struct swiw_kfile *f;
@@ -37,19 +41,24 @@ static int swiw_open(struct inode *inode, struct file *file)
 		return -ENOMEM;
 	xa_init_flags(&f->mrs, XA_FLAGS_ALLOC1);
 	xa_init_flags(&f->queues, XA_FLAGS_ALLOC1);
+	xa_init_flags(&f->streams, XA_FLAGS_ALLOC1);
 	mutex_init(&f->lock);
+	atomic_long_set(&f->queue_bytes, 0);
+	init_waitqueue_head(&f->wq);
 	file->private_data = f;
 	return nonseekable_open(inode, file);
 }
 
 /*
  * The last reference to the file is gone: no ioctl is running and no ring
- * is mapped any more (every mapping holds the file), so everything can go.
+ * is mapped any more (every mapping holds the file), so everything can go:
+ * the streams first, which hold regions and rings.
  */
 static int swiw_release(struct inode *inode, struct file *file)
 {
 	struct swiw_kfile *f = file->private_data;
 
+	swiw_stream_release_all(f);
 	swiw_mr_release_all(f);
 	swiw_queue_release_all(f);
 	mutex_destroy(&f->lock);
@@ -61,7 +70,7 @@ static int swiw_version(void __user *arg)
 {
 	struct swiw_ioc_version v = {
 		.abi_version = SWIW_ABI_VERSION,
-		.flags = 0, /* no SWIW_VERSION_DATAPATH: the skeleton */
+		.flags = SWIW_VERSION_DATAPATH,
 	};
 
 	return copy_to_user(arg, &v, sizeof(v)) ? -EFAULT : 0;
@@ -86,6 +95,8 @@ static long swiw_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	case SWIW_IOC_DOORBELL:
 	case SWIW_IOC_DETACH:
 		return swiw_stream_cmd(f, cmd, uarg);
+	case SWIW_IOC_QUEUE_FREE:
+		return swiw_queue_free(f, uarg);
 	default:
 		return -ENOTTY;
 	}
@@ -96,6 +107,15 @@ static int swiw_mmap(struct file *file, struct vm_area_struct *vma)
 	return swiw_queue_mmap(file->private_data, vma);
 }
 
+/* Readable while a stream has an event the provider has not consumed. */
+static __poll_t swiw_poll(struct file *file, poll_table *wait)
+{
+	struct swiw_kfile *f = file->private_data;
+
+	poll_wait(file, &f->wq, wait);
+	return swiw_stream_events_pending(f) ? EPOLLIN | EPOLLRDNORM : 0;
+}
+
 static const struct file_operations swiw_fops = {
 	.owner = THIS_MODULE,
 	.open = swiw_open,
@@ -104,6 +124,7 @@ static const struct file_operations swiw_fops = {
 	/* Every argument struct has one layout on 32- and 64-bit ABIs. */
 	.compat_ioctl = compat_ptr_ioctl,
 	.mmap = swiw_mmap,
+	.poll = swiw_poll,
 	.llseek = no_llseek,
 };
 
@@ -116,8 +137,8 @@ static struct miscdevice swiw_misc = {
 };
 
 /*
- * The wire core is compiled in for the data path to come; check now that
- * its portable CRC32c agrees with the kernel's crc32c() it will use, and
+ * The wire core is compiled in for the data path; check now that its
+ * portable CRC32c agrees with the kernel's crc32c() it will use, and
  * that framing arithmetic is sane, so a broken build never loads.
  */
 static int swiw_wire_selftest(void)
@@ -148,17 +169,22 @@ static int __init swiw_init(void)
 	ret = swiw_wire_selftest();
 	if (ret)
 		return ret;
+	swiw_wq = alloc_workqueue("swiw", WQ_MEM_RECLAIM, 0);
+	if (!swiw_wq)
+		return -ENOMEM;
 	ret = misc_register(&swiw_misc);
-	if (ret)
+	if (ret) {
+		destroy_workqueue(swiw_wq);
 		return ret;
-	pr_info("/dev/swiw ready, ABI %u (skeleton: no data path)\n",
-		SWIW_ABI_VERSION);
+	}
+	pr_info("/dev/swiw ready, ABI %u with data path\n", SWIW_ABI_VERSION);
 	return 0;
 }
 
 static void __exit swiw_exit(void)
 {
 	misc_deregister(&swiw_misc);
+	destroy_workqueue(swiw_wq);
 }
 
 module_init(swiw_init);

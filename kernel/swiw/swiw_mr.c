@@ -6,8 +6,13 @@
  * RLIMIT_MEMLOCK as drivers/infiniband/core/umem.c does. STags are the
  * in-process engine's: (index << 8) | a random key byte drawn anew for
  * every registration, so a stale STag of a reused index does not match.
+ *
+ * The data path holds regions by reference while it places into them or
+ * sends from them: deregistration and release() only drop the table's
+ * reference, and the pages are unpinned (and uncharged) with the last.
  */
 #include <linux/capability.h>
+#include <linux/highmem.h>
 #include <linux/mm.h>
 #include <linux/overflow.h>
 #include <linux/random.h>
@@ -70,6 +75,48 @@ err:
 	return ret;
 }
 
+/*
+ * The zero page or the huge zero page (whose symbol is not exported):
+ * neither anonymous nor in a page cache.
+ */
+static bool swiw_is_zero_page(struct page *page)
+{
+	struct page *head = compound_head(page);
+
+	return is_zero_pfn(page_to_pfn(page)) ||
+	       (!PageAnon(head) && !READ_ONCE(head->mapping));
+}
+
+/*
+ * A read-only pin of anonymous memory never touched yet pins the shared
+ * zero page (6.1 does not unshare it for FOLL_LONGTERM), and the owner's
+ * first write then gives the mapping a page of its own that the helper
+ * never sees: Sends and Read Responses would carry zeros. Where the
+ * mapping may be written, pin a page of its own instead, as the owner's
+ * write would have made it.
+ */
+static int swiw_mr_unshare_zero(struct swiw_kmr *mr)
+{
+	unsigned long start = mr->addr & PAGE_MASK, i;
+	struct page *page;
+
+	for (i = 0; i < mr->npages; i++) {
+		if (!swiw_is_zero_page(mr->pages[i]))
+			continue;
+		if (pin_user_pages_fast(start + i * PAGE_SIZE, 1,
+					FOLL_LONGTERM | FOLL_WRITE,
+					&page) == 1) {
+			unpin_user_page(mr->pages[i]);
+			mr->pages[i] = page;
+		}
+		/* Not writable (PROT_READ): zeros are what it holds. */
+		if (fatal_signal_pending(current))
+			return -EINTR;
+		cond_resched();
+	}
+	return 0;
+}
+
 /* Charges @npages to current->mm, as ib_umem_get() does. */
 static int swiw_mr_charge(struct mm_struct *mm, unsigned long npages)
 {
@@ -107,6 +154,7 @@ int swiw_mr_reg(struct swiw_kfile *f, void __user *arg)
 	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
 	if (!mr)
 		return -ENOMEM;
+	refcount_set(&mr->ref, 1);
 	mr->access = req.access;
 	mr->addr = req.addr;
 	mr->length = req.length;
@@ -125,6 +173,11 @@ int swiw_mr_reg(struct swiw_kfile *f, void __user *arg)
 	ret = swiw_mr_pin(mr);
 	if (ret)
 		goto err_charge;
+	if (!mr->writable) {
+		ret = swiw_mr_unshare_zero(mr);
+		if (ret)
+			goto err_pin;
+	}
 
 	/*
 	 * Reserve the index, then publish the region whole: the data path
@@ -146,7 +199,7 @@ int swiw_mr_reg(struct swiw_kfile *f, void __user *arg)
 	if (copy_to_user(arg, &req, sizeof(req))) {
 		/* Nobody learnt the STag: undo, unless a guess freed it. */
 		if (xa_cmpxchg(&f->mrs, idx, mr, NULL, GFP_KERNEL) == mr)
-			swiw_mr_free(mr);
+			swiw_mr_put(mr);
 		return -EFAULT;
 	}
 	return 0;
@@ -181,7 +234,7 @@ int swiw_mr_dereg(struct swiw_kfile *f, void __user *arg)
 	}
 	__xa_erase(&f->mrs, req.stag >> 8);
 	xa_unlock(&f->mrs);
-	swiw_mr_free(mr);
+	swiw_mr_put(mr);
 	return 0;
 }
 
@@ -190,6 +243,161 @@ void swiw_mr_release_all(struct swiw_kfile *f)
 	struct swiw_kmr *mr;
 	unsigned long idx;
 
-	xa_for_each(&f->mrs, idx, mr) swiw_mr_free(mr);
+	xa_for_each(&f->mrs, idx, mr) swiw_mr_put(mr);
 	xa_destroy(&f->mrs);
+}
+
+void swiw_mr_put(struct swiw_kmr *mr)
+{
+	if (refcount_dec_and_test(&mr->ref))
+		swiw_mr_free(mr);
+}
+
+/*
+ * Finds the valid region @stag names and takes a reference, under the
+ * table's lock so that a deregistration racing with it either comes
+ * first (ENOENT) or leaves the pages to this reference.
+ */
+int swiw_mr_get(struct swiw_kfile *f, u32 stag, struct swiw_lower_mr *out)
+{
+	struct swiw_kmr *mr;
+
+	xa_lock(&f->mrs);
+	mr = xa_load(&f->mrs, stag >> 8);
+	if (!mr || mr->stag != stag || READ_ONCE(mr->invalid)) {
+		xa_unlock(&f->mrs);
+		return -ENOENT;
+	}
+	refcount_inc(&mr->ref);
+	xa_unlock(&f->mrs);
+	out->handle = mr;
+	out->base = mr->addr;
+	out->len = mr->length;
+	/* IB_UVERBS_ACCESS_* and SWIW_ACC_* share their low four bits. */
+	out->access = mr->access &
+		      (SWIW_ACC_LOCAL_WRITE | SWIW_ACC_REMOTE_WRITE |
+		       SWIW_ACC_REMOTE_READ | SWIW_ACC_REMOTE_ATOMIC);
+	return 0;
+}
+
+/* Invalidates @stag (LOCAL_INV, Send with Invalidate): 0 or -ENOENT. */
+int swiw_mr_invalidate(struct swiw_kfile *f, u32 stag)
+{
+	struct swiw_kmr *mr;
+	int ret = -ENOENT;
+
+	xa_lock(&f->mrs);
+	mr = xa_load(&f->mrs, stag >> 8);
+	if (mr && mr->stag == stag && !mr->invalid) {
+		WRITE_ONCE(mr->invalid, true);
+		ret = 0;
+	}
+	xa_unlock(&f->mrs);
+	return ret;
+}
+
+/*
+ * The page and offset of @addr, if [@addr, @addr + @len) lies in @mr.
+ * The wire core checked it already; this is the last line that keeps a
+ * bug there from touching memory no one registered.
+ */
+static bool swiw_mr_locate(const struct swiw_kmr *mr, u64 addr, u64 len,
+			   unsigned long *pg, unsigned int *off)
+{
+	u64 rel;
+
+	if (addr < mr->addr || len > mr->length ||
+	    addr - mr->addr > mr->length - len)
+		return false;
+	rel = addr - (mr->addr & PAGE_MASK);
+	*pg = rel >> PAGE_SHIFT;
+	*off = rel & ~PAGE_MASK;
+	return true;
+}
+
+void swiw_mr_write(struct swiw_kmr *mr, u64 addr, const void *src, u32 len)
+{
+	unsigned long pg;
+	unsigned int off;
+
+	if (WARN_ON_ONCE(!mr->writable ||
+			 !swiw_mr_locate(mr, addr, len, &pg, &off)))
+		return;
+	while (len) {
+		u32 n = min_t(u32, len, PAGE_SIZE - off);
+		void *p = kmap_local_page(mr->pages[pg]);
+
+		memcpy(p + off, src, n);
+		kunmap_local(p);
+		flush_dcache_page(mr->pages[pg]);
+		src += n;
+		len -= n;
+		off = 0;
+		pg++;
+	}
+}
+
+/*
+ * Describes the range as pieces of the direct map (no highmem: see
+ * swiw_kmod.h), merging pages that are contiguous there.
+ */
+u32 swiw_mr_map(struct swiw_kmr *mr, u64 addr, u32 len, struct swiw_iov *iov,
+		u32 max)
+{
+	unsigned long pg;
+	unsigned int off;
+	u32 n = 0;
+
+	if (WARN_ON_ONCE(!swiw_mr_locate(mr, addr, len, &pg, &off)))
+		return 0;
+	while (len) {
+		u32 take = min_t(u32, len, PAGE_SIZE - off);
+		const u8 *p = (const u8 *)page_address(mr->pages[pg]) + off;
+
+		if (n && (const u8 *)iov[n - 1].base + iov[n - 1].len == p) {
+			iov[n - 1].len += take;
+		} else {
+			if (n == max)
+				return 0;
+			iov[n].base = p;
+			iov[n].len = take;
+			n++;
+		}
+		len -= take;
+		off = 0;
+		pg++;
+	}
+	return n;
+}
+
+/*
+ * RFC 7306 atomics on the u64 at @addr: a compare-and-swap loop, so the
+ * update is atomic against the owner's CPU accesses and other atomics.
+ */
+int swiw_mr_atomic(struct swiw_kmr *mr, u64 addr,
+		   const struct swiw_rdmap_atomic_req *a, u64 *orig)
+{
+	unsigned long pg;
+	unsigned int off;
+	u64 *p, cur, next;
+
+	if ((addr & 7) || !mr->writable ||
+	    !swiw_mr_locate(mr, addr, 8, &pg, &off))
+		return -EFAULT;
+	p = kmap_local_page(mr->pages[pg]) + off;
+	cur = READ_ONCE(*p);
+	for (;;) {
+		u64 seen;
+
+		next = swiw_rdmap_atomic_apply(a, cur);
+		if (next == cur)
+			break;
+		seen = cmpxchg64(p, cur, next);
+		if (seen == cur)
+			break;
+		cur = seen;
+	}
+	kunmap_local(p);
+	*orig = cur;
+	return 0;
 }

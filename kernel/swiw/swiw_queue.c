@@ -2,8 +2,9 @@
 /*
  * Rings: SWIW_IOC_QUEUE allocates the zeroed memory of one swiw-abi.h ring
  * and names it by an id and an mmap offset; mmap maps exactly that ring,
- * shared, never executable. A ring lives as long as its file: a mapping
- * holds the file, so release() frees rings no one can still reach.
+ * shared, never executable. SWIW_IOC_QUEUE_FREE (or release()) drops the
+ * file's reference; every mapping and every attached stream holds one
+ * more, so the memory outlives neither them nor the last of them.
  */
 #include <linux/mm.h>
 #include <linux/slab.h>
@@ -58,21 +59,34 @@ int swiw_queue_alloc(struct swiw_kfile *f, void __user *arg)
 	q = kzalloc(sizeof(*q), GFP_KERNEL);
 	if (!q)
 		return -ENOMEM;
+	refcount_set(&q->ref, 1);
+	q->file = f;
 	q->kind = req.kind;
 	q->num = req.num;
 	q->stride = req.stride;
 	q->size = size;
+	mutex_init(&q->rq_lock);
 
-	mutex_lock(&f->lock);
-	if (f->queue_bytes + size > (size_t)swiw_max_queue_mb << 20) {
+	/* The budget counts rings until their memory goes, mapped or not. */
+	if (atomic_long_add_return(size, &f->queue_bytes) >
+	    (long)swiw_max_queue_mb << 20) {
 		ret = -ENOMEM;
-		goto err_unlock;
+		goto err_budget;
 	}
 	q->mem = vmalloc_user(size);
 	if (!q->mem) {
 		ret = -ENOMEM;
-		goto err_unlock;
+		goto err_budget;
 	}
+	if (q->kind == SWIW_QUEUE_RQ) {
+		q->rq.ring.base = q->mem;
+		q->rq.ring.num = q->num;
+		q->rq.ring.stride = q->stride;
+		q->rq.max_sge = min_t(u32, SWIW_MAX_SGE,
+				      (q->stride - SWIW_RQE_HDR_SIZE) /
+					      sizeof(struct swiw_sge));
+	}
+	mutex_lock(&f->lock);
 	ret = xa_alloc(&f->queues, &id, q, XA_LIMIT(1, SWIW_KQ_MAX_ID),
 		       GFP_KERNEL);
 	if (ret) {
@@ -80,7 +94,6 @@ int swiw_queue_alloc(struct swiw_kfile *f, void __user *arg)
 		goto err_vfree;
 	}
 	q->id = id;
-	f->queue_bytes += size;
 	mutex_unlock(&f->lock);
 
 	/* The ring stays allocated if this fails: it goes with the file. */
@@ -90,40 +103,112 @@ int swiw_queue_alloc(struct swiw_kfile *f, void __user *arg)
 	return copy_to_user(arg, &req, sizeof(req)) ? -EFAULT : 0;
 
 err_vfree:
-	vfree(q->mem);
-err_unlock:
 	mutex_unlock(&f->lock);
+	vfree(q->mem);
+err_budget:
+	atomic_long_sub(size, &f->queue_bytes);
 	kfree(q);
 	return ret;
 }
 
 struct swiw_kqueue *swiw_queue_find(struct swiw_kfile *f, u32 id, u32 kind)
 {
-	struct swiw_kqueue *q = xa_load(&f->queues, id);
+	struct swiw_kqueue *q;
 
+	lockdep_assert_held(&f->lock);
+	q = xa_load(&f->queues, id);
 	return q && q->kind == kind ? q : NULL;
 }
+
+void swiw_queue_get(struct swiw_kqueue *q)
+{
+	refcount_inc(&q->ref);
+}
+
+void swiw_queue_put(struct swiw_kqueue *q)
+{
+	if (!refcount_dec_and_test(&q->ref))
+		return;
+	atomic_long_sub(q->size, &q->file->queue_bytes);
+	mutex_destroy(&q->rq_lock);
+	vfree(q->mem);
+	kfree(q);
+}
+
+int swiw_queue_free(struct swiw_kfile *f, void __user *arg)
+{
+	struct swiw_ioc_queue_free req;
+	struct swiw_kqueue *q;
+
+	if (copy_from_user(&req, arg, sizeof(req)))
+		return -EFAULT;
+	if (req.rsvd)
+		return -EINVAL;
+	mutex_lock(&f->lock);
+	q = req.id ? xa_load(&f->queues, req.id) : NULL;
+	if (!q) {
+		mutex_unlock(&f->lock);
+		return -EINVAL;
+	}
+	if (q->users) {
+		mutex_unlock(&f->lock);
+		return -EBUSY;
+	}
+	xa_erase(&f->queues, req.id);
+	mutex_unlock(&f->lock);
+	/* A mapping may still hold it: then the memory goes with that. */
+	swiw_queue_put(q);
+	return 0;
+}
+
+static void swiw_queue_vm_open(struct vm_area_struct *vma)
+{
+	swiw_queue_get(vma->vm_private_data);
+}
+
+static void swiw_queue_vm_close(struct vm_area_struct *vma)
+{
+	swiw_queue_put(vma->vm_private_data);
+}
+
+static const struct vm_operations_struct swiw_queue_vm_ops = {
+	.open = swiw_queue_vm_open,
+	.close = swiw_queue_vm_close,
+};
 
 int swiw_queue_mmap(struct swiw_kfile *f, struct vm_area_struct *vma)
 {
 	unsigned long pgoff = vma->vm_pgoff;
 	struct swiw_kqueue *q;
+	int ret;
 
 	/* One whole ring per mapping, from its first octet. */
 	if (pgoff & ((1UL << SWIW_KQ_PGOFF_SHIFT) - 1))
 		return -EINVAL;
-	q = xa_load(&f->queues, pgoff >> SWIW_KQ_PGOFF_SHIFT);
-	if (!q || vma->vm_end - vma->vm_start != q->size)
-		return -EINVAL;
 	/* Shared with the helper, or it is no ring; data, never code. */
 	if (!(vma->vm_flags & VM_SHARED) || (vma->vm_flags & VM_EXEC))
 		return -EINVAL;
+	mutex_lock(&f->lock);
+	q = xa_load(&f->queues, pgoff >> SWIW_KQ_PGOFF_SHIFT);
+	if (!q || vma->vm_end - vma->vm_start != q->size) {
+		mutex_unlock(&f->lock);
+		return -EINVAL;
+	}
+	swiw_queue_get(q); /* QUEUE_FREE may come next: the mapping's */
+	mutex_unlock(&f->lock);
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 3, 0)
 	vm_flags_clear(vma, VM_MAYEXEC);
 #else
 	vma->vm_flags &= ~VM_MAYEXEC;
 #endif
-	return remap_vmalloc_range(vma, q->mem, 0);
+	ret = remap_vmalloc_range(vma, q->mem, 0);
+	if (ret) {
+		swiw_queue_put(q);
+		return ret;
+	}
+	vma->vm_private_data = q;
+	vma->vm_ops = &swiw_queue_vm_ops;
+	return 0;
 }
 
 void swiw_queue_release_all(struct swiw_kfile *f)
@@ -131,10 +216,6 @@ void swiw_queue_release_all(struct swiw_kfile *f)
 	struct swiw_kqueue *q;
 	unsigned long id;
 
-	xa_for_each(&f->queues, id, q)
-	{
-		vfree(q->mem);
-		kfree(q);
-	}
+	xa_for_each(&f->queues, id, q) swiw_queue_put(q);
 	xa_destroy(&f->queues);
 }

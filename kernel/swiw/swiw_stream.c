@@ -1,45 +1,510 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * Streams: SWIW_IOC_ATTACH hands the helper a connected TCP socket and the
- * queues of its QP. This skeleton checks every argument as the data path
- * will, then answers EOPNOTSUPP (and SWIW_IOC_VERSION leaves
- * SWIW_VERSION_DATAPATH clear): the provider learns that this helper pins
- * and maps but does not move data, and keeps its in-process engine.
+ * Streams (swiw-abi.h, HELPER STREAMS): SWIW_IOC_ATTACH hands the helper a
+ * connected TCP socket and its rings; the wire core's lower half
+ * (swiw_lower.h) then runs here, over this file's pinned regions:
+ *
+ * - receive: the socket's data_ready (softirq) only queues rx_work, which
+ *   takes the stream's mutex and the socket lock and feeds the queued skbs
+ *   to swiw_lower_rx() in place (tcp_read_sock), leaving in TCP what it
+ *   did not take (event ring full: until the next doorbell);
+ * - transmit: DOORBELL runs swiw_lower_tx() in the caller's context; when
+ *   it waits for room, write_space queues tx_work to go on;
+ * - DETACH and release() give the socket its callbacks back, cancel the
+ *   work items and run swiw_lower_fini(), whatever state the stream is in.
+ *
+ * Every swiw_lower call is made under the stream's mutex. Lock order:
+ * file->lock, then stream->mutex, then the socket lock; the socket's
+ * sk_callback_lock is only ever taken alone.
  */
 #include <linux/net.h>
 #include <linux/file.h>
+#include <linux/sched/signal.h>
+#include <linux/skbuff.h>
+#include <linux/slab.h>
 #include <linux/uaccess.h>
+#include <linux/uio.h>
+#include <net/inet_connection_sock.h>
 #include <net/sock.h>
+#include <net/tcp.h>
 #include <net/tcp_states.h>
 
 #include "swiw_kmod.h"
 
-#define SWIW_ATTACH_KNOWN \
-	(SWIW_ATTACH_CRC | SWIW_ATTACH_MARKERS_TX | SWIW_ATTACH_MARKERS_RX)
+#define SWIW_ATTACH_KNOWN                                                    \
+	(SWIW_ATTACH_CRC | SWIW_ATTACH_MARKERS_TX | SWIW_ATTACH_MARKERS_RX | \
+	 SWIW_ATTACH_RTR_EVENT)
 
-/* 0 if @fd is a connected TCP socket (IPv4 or IPv6), else why not. */
-static int swiw_check_socket(int fd)
+/* Octets one rx_work run feeds before it yields the worker. */
+#define SWIW_RX_BUDGET (1U << 20)
+
+struct swiw_kstream {
+	refcount_t ref; /* the table's, and each command in progress */
+	struct swiw_kfile *file;
+	u32 id;
+	struct mutex mutex; /* every swiw_lower call; dead; in_rx */
+	bool dead; /* detached: the work items do nothing more */
+	bool in_rx; /* the socket lock is held: send must not take it */
+	bool closed; /* swiw_lower_rx_closed() was called */
+	bool tx_wait; /* swiw_lower_tx() waits for room (write_space) */
+	struct socket *sock; /* its file is held (sockfd_lookup) */
+	struct sock *sk;
+	struct swiw_kqueue *rq, *tx, *rxev; /* held, users counted */
+	void (*saved_data_ready)(struct sock *sk);
+	void (*saved_write_space)(struct sock *sk);
+	void (*saved_state_change)(struct sock *sk);
+	struct work_struct rx_work;
+	struct work_struct tx_work;
+	struct kvec kvec[ARRAY_SIZE(((struct swiw_lower *)NULL)->fiov)];
+	struct swiw_lower lower; /* large: the stream is kvzalloc'd */
+};
+
+/* struct swiw_iov is laid out as struct kvec (swiw_fpdu.h). */
+static_assert(sizeof(struct swiw_iov) == sizeof(struct kvec));
+
+/* --- the lower half's environment ------------------------------------ */
+
+static int swiw_env_mr_get(void *env, u32 stag, struct swiw_lower_mr *mr)
+{
+	struct swiw_kstream *s = env;
+
+	return swiw_mr_get(s->file, stag, mr);
+}
+
+static void swiw_env_mr_put(void *env, void *handle)
+{
+	swiw_mr_put(handle);
+}
+
+static int swiw_env_mr_invalidate(void *env, u32 stag)
+{
+	struct swiw_kstream *s = env;
+
+	return swiw_mr_invalidate(s->file, stag);
+}
+
+static void swiw_env_mr_write(void *env, void *handle, u64 addr,
+			      const void *src, u32 len)
+{
+	swiw_mr_write(handle, addr, src, len);
+}
+
+static u32 swiw_env_mr_map(void *env, void *handle, u64 addr, u32 len,
+			   struct swiw_iov *iov, u32 max)
+{
+	return swiw_mr_map(handle, addr, len, iov, max);
+}
+
+static int swiw_env_mr_atomic(void *env, void *handle, u64 addr,
+			      const struct swiw_rdmap_atomic_req *a, u64 *orig)
+{
+	return swiw_mr_atomic(handle, addr, a, orig);
+}
+
+static void swiw_env_rq_lock(void *env, struct swiw_lower_rq *rq)
+{
+	mutex_lock(&container_of(rq, struct swiw_kqueue, rq)->rq_lock);
+}
+
+static void swiw_env_rq_unlock(void *env, struct swiw_lower_rq *rq)
+{
+	mutex_unlock(&container_of(rq, struct swiw_kqueue, rq)->rq_lock);
+}
+
+static long swiw_env_send(void *env, const struct swiw_iov *iov, u32 n, u32 len)
+{
+	struct swiw_kstream *s = env;
+	struct msghdr msg = { .msg_flags = MSG_DONTWAIT | MSG_NOSIGNAL };
+	int ret;
+	u32 i;
+
+	/* Called from receive, under the socket lock: rx_work sends next. */
+	if (s->in_rx)
+		return 0;
+	if (WARN_ON_ONCE(n > ARRAY_SIZE(s->kvec)))
+		return -EINVAL;
+	for (i = 0; i < n; i++) {
+		s->kvec[i].iov_base = (void *)iov[i].base;
+		s->kvec[i].iov_len = iov[i].len;
+	}
+	ret = kernel_sendmsg(s->sock, &msg, s->kvec, n, len);
+	if (ret == -EAGAIN)
+		return 0;
+	return ret;
+}
+
+static void swiw_env_wake(void *env)
+{
+	struct swiw_kstream *s = env;
+
+	wake_up_interruptible_poll(&s->file->wq, EPOLLIN | EPOLLRDNORM);
+}
+
+static const struct swiw_lower_ops swiw_env_ops = {
+	.mr_get = swiw_env_mr_get,
+	.mr_put = swiw_env_mr_put,
+	.mr_invalidate = swiw_env_mr_invalidate,
+	.mr_write = swiw_env_mr_write,
+	.mr_map = swiw_env_mr_map,
+	.mr_atomic = swiw_env_mr_atomic,
+	.rq_lock = swiw_env_rq_lock,
+	.rq_unlock = swiw_env_rq_unlock,
+	.send = swiw_env_send,
+	.wake = swiw_env_wake,
+};
+
+/* --- transmit -------------------------------------------------------- */
+
+/* Under s->mutex: sends what the rings hold, as far as TCP takes it. */
+static void swiw_stream_tx(struct swiw_kstream *s)
+{
+	/* Set first: a write_space between a short send and our return
+	 * must queue tx_work, not find the flag still clear. */
+	WRITE_ONCE(s->tx_wait, true);
+	if (swiw_lower_tx(&s->lower) != 1)
+		WRITE_ONCE(s->tx_wait, false);
+}
+
+static void swiw_tx_work(struct work_struct *w)
+{
+	struct swiw_kstream *s = container_of(w, struct swiw_kstream, tx_work);
+
+	mutex_lock(&s->mutex);
+	if (!s->dead)
+		swiw_stream_tx(s);
+	mutex_unlock(&s->mutex);
+}
+
+/* --- receive --------------------------------------------------------- */
+
+/* Feeds @len octets at @p; false when the lower half took fewer. */
+static bool swiw_rx_feed(struct swiw_kstream *s, const void *p, size_t len,
+			 size_t *done)
+{
+	size_t used = 0;
+	int ret;
+
+	ret = swiw_lower_rx(&s->lower, p, len, &used);
+	if (used > len)
+		used = len;
+	*done += used;
+	return !ret && used == len;
+}
+
+/*
+ * Walks @len octets of @skb's data from @off in place: the linear part,
+ * the page fragments (through the direct map: no highmem), and the
+ * frag_list, recursively. Returns false when the lower half stopped.
+ */
+static bool swiw_rx_skb(struct swiw_kstream *s, const struct sk_buff *skb,
+			unsigned int off, size_t len, size_t *done)
+{
+	unsigned int start = 0, end, i;
+	const struct sk_buff *frag_iter;
+	size_t n;
+
+	end = skb_headlen(skb);
+	if (off < end) {
+		n = min_t(size_t, end - off, len);
+		if (!swiw_rx_feed(s, skb->data + off, n, done))
+			return false;
+		off += n;
+		len -= n;
+	}
+	start = end;
+	for (i = 0; len && i < skb_shinfo(skb)->nr_frags; i++) {
+		const skb_frag_t *frag = &skb_shinfo(skb)->frags[i];
+
+		end = start + skb_frag_size(frag);
+		if (off < end) {
+			const u8 *p = page_address(skb_frag_page(frag));
+
+			n = min_t(size_t, end - off, len);
+			p += skb_frag_off(frag) + (off - start);
+			if (!swiw_rx_feed(s, p, n, done))
+				return false;
+			off += n;
+			len -= n;
+		}
+		start = end;
+	}
+	skb_walk_frags(skb, frag_iter)
+	{
+		if (!len)
+			break;
+		end = start + frag_iter->len;
+		if (off < end) {
+			n = min_t(size_t, end - off, len);
+			if (!swiw_rx_skb(s, frag_iter, off - start, n, done))
+				return false;
+			off += n;
+			len -= n;
+		}
+		start = end;
+	}
+	return true;
+}
+
+/* tcp_read_sock's actor: returns the octets consumed; TCP keeps the rest. */
+static int swiw_rx_actor(read_descriptor_t *desc, struct sk_buff *skb,
+			 unsigned int offset, size_t len)
+{
+	struct swiw_kstream *s = desc->arg.data;
+	size_t done = 0;
+
+	len = min_t(size_t, len, desc->count);
+	if (!len)
+		return 0; /* called again after a stop: the rest stays */
+	if (!swiw_rx_skb(s, skb, offset, len, &done))
+		desc->count = 0; /* stalled or ended: read no further */
+	else
+		desc->count -= done;
+	return (int)done;
+}
+
+/*
+ * Under s->mutex: feeds what TCP queued, reports the end of the stream
+ * once it has all been fed, and sends what that made due (Read and Atomic
+ * Responses). Returns true when the budget ran out with data left.
+ */
+static bool swiw_stream_rx(struct swiw_kstream *s)
+{
+	read_descriptor_t desc = { .arg.data = s, .count = SWIW_RX_BUDGET };
+	struct sock *sk = s->sk;
+	bool more = false, end = false;
+	int err = 0, fed;
+
+	if (swiw_lower_rx_done(&s->lower) || swiw_lower_stalled(&s->lower))
+		goto tx;
+	lock_sock(sk);
+	s->in_rx = true;
+	fed = tcp_read_sock(sk, &desc, swiw_rx_actor);
+	s->in_rx = false;
+	if (!swiw_lower_rx_done(&s->lower) && !swiw_lower_stalled(&s->lower)) {
+		if (!skb_queue_empty(&sk->sk_receive_queue)) {
+			/*
+			 * The budget ran out; or TCP would not hand over
+			 * a byte: urgent data, which no iWARP peer sends.
+			 * Waiting would spin, so the stream ends.
+			 */
+			more = fed > 0;
+			if (!more) {
+				err = EPROTO;
+				end = true;
+			}
+		} else if (READ_ONCE(sk->sk_err)) {
+			err = READ_ONCE(sk->sk_err);
+			end = true;
+		} else if (READ_ONCE(sk->sk_shutdown) & RCV_SHUTDOWN) {
+			end = true; /* FIN, every octet before it fed */
+		}
+	}
+	release_sock(sk);
+	if (end && !s->closed) {
+		s->closed = true;
+		swiw_lower_rx_closed(&s->lower, err);
+	}
+tx:
+	swiw_stream_tx(s);
+	return more;
+}
+
+static void swiw_rx_work(struct work_struct *w)
+{
+	struct swiw_kstream *s = container_of(w, struct swiw_kstream, rx_work);
+	bool more = false;
+
+	mutex_lock(&s->mutex);
+	if (!s->dead)
+		more = swiw_stream_rx(s);
+	mutex_unlock(&s->mutex);
+	/* A detach cancelling this work makes the requeue a no-op. */
+	if (more)
+		queue_work(swiw_wq, &s->rx_work);
+}
+
+/* --- socket callbacks (softirq or process context) -------------------- */
+
+static void swiw_sk_data_ready(struct sock *sk)
+{
+	struct swiw_kstream *s;
+
+	read_lock_bh(&sk->sk_callback_lock);
+	s = sk->sk_user_data;
+	if (s)
+		queue_work(swiw_wq, &s->rx_work);
+	read_unlock_bh(&sk->sk_callback_lock);
+}
+
+static void swiw_sk_write_space(struct sock *sk)
+{
+	struct swiw_kstream *s;
+
+	read_lock_bh(&sk->sk_callback_lock);
+	s = sk->sk_user_data;
+	if (s && sk_stream_is_writeable(sk)) {
+		if (sk->sk_socket)
+			clear_bit(SOCK_NOSPACE, &sk->sk_socket->flags);
+		if (READ_ONCE(s->tx_wait))
+			queue_work(swiw_wq, &s->tx_work);
+	}
+	read_unlock_bh(&sk->sk_callback_lock);
+}
+
+/* FIN, RST, errors: rx_work reports them after the octets before them. */
+static void swiw_sk_state_change(struct sock *sk)
+{
+	struct swiw_kstream *s;
+
+	read_lock_bh(&sk->sk_callback_lock);
+	s = sk->sk_user_data;
+	if (s) {
+		queue_work(swiw_wq, &s->rx_work);
+		if (READ_ONCE(s->tx_wait))
+			queue_work(swiw_wq, &s->tx_work);
+	}
+	read_unlock_bh(&sk->sk_callback_lock);
+}
+
+/* --- attach, detach -------------------------------------------------- */
+
+static void swiw_stream_put(struct swiw_kstream *s)
+{
+	if (refcount_dec_and_test(&s->ref)) {
+		mutex_destroy(&s->mutex);
+		kvfree(s);
+	}
+}
+
+/* The socket of @fd, held, if it is a connected TCP socket; else NULL. */
+static struct socket *swiw_get_socket(int fd, int *err)
 {
 	struct socket *sock;
 	struct sock *sk;
-	int ret = 0;
 
-	sock = sockfd_lookup(fd, &ret); /* EBADF, ENOTSOCK */
+	sock = sockfd_lookup(fd, err); /* EBADF, ENOTSOCK */
 	if (!sock)
-		return ret;
+		return NULL;
 	sk = sock->sk;
 	if (!sk || (sk->sk_family != AF_INET && sk->sk_family != AF_INET6) ||
 	    sk->sk_type != SOCK_STREAM || sk->sk_protocol != IPPROTO_TCP)
-		ret = -EPROTONOSUPPORT;
+		*err = -EPROTONOSUPPORT;
 	else if (READ_ONCE(sk->sk_state) != TCP_ESTABLISHED)
-		ret = -ENOTCONN;
+		*err = -ENOTCONN;
+	else
+		return sock;
 	sockfd_put(sock);
+	return NULL;
+}
+
+/* Takes the rings, under file->lock: a transmit or event ring is one
+ * stream's; an RQ (an SRQ's) may be shared. */
+static int swiw_stream_take_rings(struct swiw_kstream *s,
+				  const struct swiw_ioc_attach *req)
+{
+	struct swiw_kfile *f = s->file;
+	int ret = 0;
+
+	mutex_lock(&f->lock);
+	s->rq = swiw_queue_find(f, req->rq_id, SWIW_QUEUE_RQ);
+	s->tx = swiw_queue_find(f, req->tx_id, SWIW_QUEUE_TX);
+	s->rxev = swiw_queue_find(f, req->rxev_id, SWIW_QUEUE_RXEV);
+	if (!s->rq || !s->tx || !s->rxev) {
+		ret = -EINVAL;
+	} else if (s->tx->users || s->rxev->users) {
+		ret = -EBUSY;
+	} else {
+		s->rq->users++;
+		s->tx->users++;
+		s->rxev->users++;
+		swiw_queue_get(s->rq);
+		swiw_queue_get(s->tx);
+		swiw_queue_get(s->rxev);
+	}
+	mutex_unlock(&f->lock);
+	if (ret)
+		s->rq = s->tx = s->rxev = NULL;
 	return ret;
+}
+
+static void swiw_stream_drop_rings(struct swiw_kstream *s)
+{
+	struct swiw_kfile *f = s->file;
+
+	if (!s->rq)
+		return;
+	mutex_lock(&f->lock);
+	s->rq->users--;
+	s->tx->users--;
+	s->rxev->users--;
+	mutex_unlock(&f->lock);
+	swiw_queue_put(s->rq);
+	swiw_queue_put(s->tx);
+	swiw_queue_put(s->rxev);
+	s->rq = s->tx = s->rxev = NULL;
+}
+
+/* Installs our callbacks: -EBUSY if the socket already has a user. */
+static int swiw_stream_hook(struct swiw_kstream *s)
+{
+	struct sock *sk = s->sk;
+	int ret = 0;
+
+	write_lock_bh(&sk->sk_callback_lock);
+	if (sk->sk_user_data) {
+		ret = -EBUSY;
+	} else {
+		s->saved_data_ready = sk->sk_data_ready;
+		s->saved_write_space = sk->sk_write_space;
+		s->saved_state_change = sk->sk_state_change;
+		sk->sk_user_data = s;
+		sk->sk_data_ready = swiw_sk_data_ready;
+		sk->sk_write_space = swiw_sk_write_space;
+		sk->sk_state_change = swiw_sk_state_change;
+	}
+	write_unlock_bh(&sk->sk_callback_lock);
+	return ret;
+}
+
+/*
+ * Stops a stream that is no longer in the table: the callbacks go back
+ * (none of ours runs once the write lock is dropped), the work items are
+ * cancelled (dead makes a run that already started a no-op), the lower
+ * half drops its regions and reports an RQE it held, and the socket and
+ * rings are let go. Safe in any state, from DETACH or release().
+ */
+static void swiw_stream_teardown(struct swiw_kstream *s)
+{
+	struct sock *sk = s->sk;
+
+	write_lock_bh(&sk->sk_callback_lock);
+	sk->sk_data_ready = s->saved_data_ready;
+	sk->sk_write_space = s->saved_write_space;
+	sk->sk_state_change = s->saved_state_change;
+	sk->sk_user_data = NULL;
+	write_unlock_bh(&sk->sk_callback_lock);
+
+	mutex_lock(&s->mutex);
+	s->dead = true;
+	mutex_unlock(&s->mutex);
+	cancel_work_sync(&s->rx_work);
+	cancel_work_sync(&s->tx_work);
+
+	mutex_lock(&s->mutex);
+	swiw_lower_fini(&s->lower);
+	mutex_unlock(&s->mutex);
+
+	sockfd_put(s->sock);
+	swiw_stream_drop_rings(s);
 }
 
 int swiw_stream_attach(struct swiw_kfile *f, void __user *arg)
 {
 	struct swiw_ioc_attach req;
+	struct swiw_lower_cfg cfg = {};
+	struct swiw_kstream *s;
+	struct socket *sock;
+	u32 id, mss;
 	int ret;
 
 	if (copy_from_user(&req, arg, sizeof(req)))
@@ -47,30 +512,194 @@ int swiw_stream_attach(struct swiw_kfile *f, void __user *arg)
 	if (req.flags & ~SWIW_ATTACH_KNOWN || req.rsvd[0] || req.rsvd[1] ||
 	    req.stream_id || req.ird > SWIW_MAX_IRD || req.ord > SWIW_MAX_ORD)
 		return -EINVAL;
-	/* Each id must name a ring of this file, of the right kind. */
-	if (!swiw_queue_find(f, req.sq_id, SWIW_QUEUE_SQ) ||
-	    !swiw_queue_find(f, req.rq_id, SWIW_QUEUE_RQ) ||
-	    !swiw_queue_find(f, req.cq_id, SWIW_QUEUE_CQ) ||
-	    !swiw_queue_find(f, req.tx_id, SWIW_QUEUE_TX) ||
-	    !swiw_queue_find(f, req.rxev_id, SWIW_QUEUE_RXEV))
+	/* The provider keeps its SQ and CQ (swiw-abi.h). */
+	if (req.sq_id || req.cq_id)
 		return -EINVAL;
-	ret = swiw_check_socket(req.sock_fd);
+
+	/* Large, and as many as the caller has sockets: charge its memcg. */
+	s = kvzalloc(sizeof(*s), GFP_KERNEL_ACCOUNT);
+	if (!s)
+		return -ENOMEM;
+	refcount_set(&s->ref, 1);
+	s->file = f;
+	mutex_init(&s->mutex);
+	INIT_WORK(&s->rx_work, swiw_rx_work);
+	INIT_WORK(&s->tx_work, swiw_tx_work);
+	ret = swiw_stream_take_rings(s, &req);
 	if (ret)
-		return ret;
-	return -EOPNOTSUPP; /* the skeleton: no data path yet */
+		goto err_free;
+	sock = swiw_get_socket(req.sock_fd, &ret);
+	if (!sock)
+		goto err_rings;
+	s->sock = sock;
+	s->sk = sock->sk;
+
+	/* A socket with an upper layer protocol (kTLS) is not plain TCP. */
+	lock_sock(s->sk);
+	mss = READ_ONCE(tcp_sk(s->sk)->mss_cache);
+	if (inet_csk(s->sk)->icsk_ulp_ops)
+		ret = -EBUSY;
+	release_sock(s->sk);
+	if (ret)
+		goto err_sock;
+
+	cfg.crc = req.flags & SWIW_ATTACH_CRC;
+	cfg.markers_tx = req.flags & SWIW_ATTACH_MARKERS_TX;
+	cfg.markers_rx = req.flags & SWIW_ATTACH_MARKERS_RX;
+	cfg.rtr_event = req.flags & SWIW_ATTACH_RTR_EVENT;
+	cfg.ird = req.ird;
+	cfg.mulpdu = swiw_mpa_mulpdu(mss, cfg.markers_tx);
+	/* Marker origins: the sequence numbers now, before any FPDU. */
+	cfg.tx_pos = 0;
+	cfg.rx_pos = 0;
+	cfg.tx = (struct swiw_lower_ring){ .base = s->tx->mem,
+					   .num = s->tx->num,
+					   .stride = s->tx->stride };
+	cfg.rxev = (struct swiw_lower_ring){ .base = s->rxev->mem,
+					     .num = s->rxev->num,
+					     .stride = s->rxev->stride };
+	cfg.rq = &s->rq->rq;
+	ret = swiw_lower_init(&s->lower, &cfg, &swiw_env_ops, s);
+	if (ret)
+		goto err_sock;
+
+	/* An id, reserved: nobody finds the stream before it is whole. */
+	/* Cyclic: a stale id of the caller's names no newer stream soon. */
+	mutex_lock(&f->lock);
+	ret = xa_alloc_cyclic(&f->streams, &id, NULL,
+			      XA_LIMIT(1, SWIW_MAX_STREAMS), &f->next_stream,
+			      GFP_KERNEL);
+	mutex_unlock(&f->lock);
+	if (ret < 0) {
+		ret = ret == -EBUSY ? -ENOMEM : ret;
+		goto err_fini;
+	}
+	s->id = id;
+	req.stream_id = id;
+	if (copy_to_user(arg, &req, sizeof(req))) {
+		ret = -EFAULT;
+		goto err_id;
+	}
+	ret = swiw_stream_hook(s);
+	if (ret)
+		goto err_id;
+	mutex_lock(&f->lock);
+	xa_store(&f->streams, id, s, GFP_KERNEL); /* reserved: cannot fail */
+	mutex_unlock(&f->lock);
+	/* Octets that arrived before the callbacks were ours. */
+	queue_work(swiw_wq, &s->rx_work);
+	return 0;
+
+err_id:
+	xa_erase(&f->streams, id);
+err_fini:
+	swiw_lower_fini(&s->lower);
+err_sock:
+	sockfd_put(sock);
+err_rings:
+	swiw_stream_drop_rings(s);
+err_free:
+	swiw_stream_put(s);
+	return ret;
 }
 
-/*
- * DOORBELL and DETACH name a stream ATTACH returned; the skeleton never
- * returns one, so after the argument check there is nothing to find.
- */
+/* The stream @id names, held; NULL if there is none. */
+static struct swiw_kstream *swiw_stream_get(struct swiw_kfile *f, u32 id)
+{
+	struct swiw_kstream *s;
+
+	xa_lock(&f->streams);
+	s = xa_load(&f->streams, id);
+	if (s)
+		refcount_inc(&s->ref);
+	xa_unlock(&f->streams);
+	return s;
+}
+
+static int swiw_stream_doorbell(struct swiw_kstream *s)
+{
+	bool stalled;
+	int ret = 0;
+
+	mutex_lock(&s->mutex);
+	if (s->dead) {
+		ret = -EINVAL; /* detached meanwhile */
+	} else {
+		stalled = swiw_lower_stalled(&s->lower);
+		swiw_lower_doorbell(&s->lower);
+		swiw_stream_tx(s);
+		/* Receive stopped on a full event ring: TCP kept the rest. */
+		if (stalled)
+			queue_work(swiw_wq, &s->rx_work);
+	}
+	mutex_unlock(&s->mutex);
+	return ret;
+}
+
 int swiw_stream_cmd(struct swiw_kfile *f, unsigned int cmd, void __user *arg)
 {
 	struct swiw_ioc_stream req;
+	struct swiw_kstream *s;
+	int ret;
 
 	if (copy_from_user(&req, arg, sizeof(req)))
 		return -EFAULT;
 	if (req.rsvd)
 		return -EINVAL;
-	return -EOPNOTSUPP;
+	if (cmd == SWIW_IOC_DETACH) {
+		/* A reserved id (an ATTACH under way) loads as NULL and must
+		 * stay reserved: erasing it would let its number be given
+		 * out twice. */
+		mutex_lock(&f->lock);
+		s = xa_load(&f->streams, req.stream_id);
+		if (s)
+			xa_erase(&f->streams, req.stream_id);
+		mutex_unlock(&f->lock);
+		if (!s)
+			return -EINVAL;
+		swiw_stream_teardown(s);
+		swiw_stream_put(s);
+		return 0;
+	}
+	s = swiw_stream_get(f, req.stream_id);
+	if (!s)
+		return -EINVAL;
+	ret = swiw_stream_doorbell(s);
+	swiw_stream_put(s);
+	return ret;
+}
+
+/* poll(): an event of any stream of the file not yet consumed. */
+bool swiw_stream_events_pending(struct swiw_kfile *f)
+{
+	struct swiw_kstream *s;
+	unsigned long id;
+	bool pending = false;
+
+	mutex_lock(&f->lock);
+	xa_for_each(&f->streams, id, s)
+	{
+		mutex_lock(&s->mutex);
+		pending = !s->dead && swiw_lower_events_pending(&s->lower);
+		mutex_unlock(&s->mutex);
+		if (pending)
+			break;
+	}
+	mutex_unlock(&f->lock);
+	return pending;
+}
+
+/* release(): no command can run any more; every stream goes. */
+void swiw_stream_release_all(struct swiw_kfile *f)
+{
+	struct swiw_kstream *s;
+	unsigned long id;
+
+	xa_for_each(&f->streams, id, s)
+	{
+		xa_erase(&f->streams, id);
+		swiw_stream_teardown(s);
+		swiw_stream_put(s);
+	}
+	xa_destroy(&f->streams);
 }

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * swiw_kmod_test [DEVICE]: every /dev/swiw ioctl and mmap path of the
- * skeleton helper, with good and bad arguments, against the real module
- * (it needs swiw.ko loaded: the VM lab, tests/vm). Prints one line per
+ * swiw_kmod_test [DEVICE]: every /dev/swiw ioctl, mmap and poll path of
+ * the helper, with good and bad arguments, against the real module (it
+ * needs swiw.ko loaded: the VM lab, tests/vm), and a fuzz loop over all of
+ * them with attached streams fed garbage from both sides (the data path
+ * itself is swiw_kdp_test's). Prints one line per
  * failed check and "N passed, N failed"; exits 0 only if none failed,
  * 77 if the device is absent. Needs lo up. Run it as root, which covers
  * the queue-memory limit too (it lowers the module parameter for a
@@ -15,6 +17,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -47,7 +51,6 @@ enum {
 static const char *dev_path = "/dev/swiw";
 static long page;
 static int passed, failed;
-static bool datapath; /* a full helper: the skeleton checks do not apply */
 
 #define CHECK(cond, ...)                                                    \
 	do {                                                                \
@@ -157,6 +160,13 @@ static int queue(int fd, uint32_t kind, uint32_t num, uint32_t stride,
 	return err;
 }
 
+static int queue_free(int fd, uint32_t id)
+{
+	struct swiw_ioc_queue_free q = { .id = id };
+
+	return ioc(fd, SWIW_IOC_QUEUE_FREE, &q);
+}
+
 static void test_version(int fd)
 {
 	struct swiw_ioc_version v;
@@ -165,11 +175,9 @@ static void test_version(int fd)
 	CHECK(!ioc(fd, SWIW_IOC_VERSION, &v), "VERSION");
 	CHECK(v.abi_version == SWIW_ABI_VERSION, "abi_version %u",
 	      v.abi_version);
-	datapath = v.flags & SWIW_VERSION_DATAPATH;
-	CHECK(!(v.flags & ~SWIW_VERSION_DATAPATH), "unknown flags 0x%x",
+	CHECK(v.flags == SWIW_VERSION_DATAPATH, "flags 0x%x, want DATAPATH",
 	      v.flags);
-	printf("helper ABI %u, flags 0x%x (%s)\n", v.abi_version, v.flags,
-	       datapath ? "data path" : "skeleton");
+	printf("helper ABI %u, flags 0x%x\n", v.abi_version, v.flags);
 	EXPECT_ERR(ioc(fd, SWIW_IOC_VERSION, NULL), EFAULT);
 	EXPECT_ERR(ioc(fd, SWIW_IOC_VERSION, (void *)8), EFAULT);
 	/* Unknown commands, and known numbers with the wrong size. */
@@ -543,6 +551,25 @@ static void test_queue_budget(void)
 	      "256 KiB more fits");
 	EXPECT_ERR(queue(fd, SWIW_QUEUE_RQ, 1U << 15, 16, NULL), ENOMEM);
 	close(fd);
+	/* A freed ring counts until its last mapping goes. */
+	fd = open_dev();
+	{
+		struct swiw_ioc_queue q;
+		void *p;
+
+		CHECK(!queue(fd, SWIW_QUEUE_RQ, 1U << 15, 16, &q), "512 KiB");
+		p = mmap(NULL, q.mmap_size, PROT_READ, MAP_SHARED, fd,
+			 q.mmap_offset);
+		CHECK(p != MAP_FAILED, "map it");
+		CHECK(!queue_free(fd, q.id), "free it, mapped");
+		EXPECT_ERR(queue(fd, SWIW_QUEUE_RQ, 1U << 15, 32, NULL),
+			   ENOMEM); /* 1 MiB more */
+		if (p != MAP_FAILED)
+			munmap(p, q.mmap_size);
+		CHECK(!queue(fd, SWIW_QUEUE_RQ, 1U << 15, 32, NULL),
+		      "1 MiB fits once the mapping is gone");
+	}
+	close(fd);
 	f = fopen(param, "we");
 	CHECK(f && fputs(old, f) >= 0 && !fclose(f), "restore max_queue_mb");
 }
@@ -567,29 +594,42 @@ static void make_rings(int fd, struct rings *r)
 	r->rxev = q.id;
 }
 
+/* ATTACH with @r's RQ and stream rings (SQ and CQ ids 0, as required). */
 static int attach(int fd, const struct rings *r, int sock,
-		  void (*tweak)(struct swiw_ioc_attach *))
+		  void (*tweak)(struct swiw_ioc_attach *), uint32_t *stream)
 {
 	struct swiw_ioc_attach a = {
 		.sock_fd = sock,
 		.flags = SWIW_ATTACH_CRC,
-		.sq_id = r->sq,
 		.rq_id = r->rq,
-		.cq_id = r->cq,
 		.tx_id = r->tx,
 		.rxev_id = r->rxev,
 		.ird = 16,
 		.ord = 16,
 	};
+	int err;
 
 	if (tweak)
 		tweak(&a);
-	return ioc(fd, SWIW_IOC_ATTACH, &a);
+	err = ioc(fd, SWIW_IOC_ATTACH, &a);
+	if (stream)
+		*stream = err ? 0 : a.stream_id;
+	return err;
 }
+
+static int stream_cmd(int fd, unsigned long cmd, uint32_t id)
+{
+	struct swiw_ioc_stream s = { .stream_id = id };
+
+	return ioc(fd, cmd, &s);
+}
+
+/* The rings of the last make_rings(), for tweaks that swap ids. */
+static struct rings cur;
 
 static void t_flags(struct swiw_ioc_attach *a)
 {
-	a->flags = 0x8;
+	a->flags = 0x10;
 }
 static void t_rsvd0(struct swiw_ioc_attach *a)
 {
@@ -611,30 +651,42 @@ static void t_ord(struct swiw_ioc_attach *a)
 {
 	a->ord = 0x10000;
 }
-static void t_sq_is_cq(struct swiw_ioc_attach *a)
+static void t_sq_set(struct swiw_ioc_attach *a)
 {
-	a->sq_id = a->cq_id;
+	a->sq_id = cur.sq; /* the provider keeps its SQ */
 }
-static void t_rq_zero(struct swiw_ioc_attach *a)
+static void t_cq_set(struct swiw_ioc_attach *a)
 {
-	a->rq_id = 0;
+	a->cq_id = cur.cq; /* and its CQ */
 }
 static void t_cq_unknown(struct swiw_ioc_attach *a)
 {
 	a->cq_id = 30000;
 }
+static void t_rq_zero(struct swiw_ioc_attach *a)
+{
+	a->rq_id = 0;
+}
+static void t_rq_is_cq(struct swiw_ioc_attach *a)
+{
+	a->rq_id = cur.cq;
+}
 static void t_tx_is_rxev(struct swiw_ioc_attach *a)
 {
 	a->tx_id = a->rxev_id;
+}
+static void t_rxev_is_tx(struct swiw_ioc_attach *a)
+{
+	a->rxev_id = a->tx_id;
 }
 static void t_rxev_huge(struct swiw_ioc_attach *a)
 {
 	a->rxev_id = 0xffffffff;
 }
-static void t_all_markers(struct swiw_ioc_attach *a)
+static void t_all_flags(struct swiw_ioc_attach *a)
 {
 	a->flags = SWIW_ATTACH_CRC | SWIW_ATTACH_MARKERS_TX |
-		   SWIW_ATTACH_MARKERS_RX;
+		   SWIW_ATTACH_MARKERS_RX | SWIW_ATTACH_RTR_EVENT;
 	a->ird = 128;
 	a->ord = 0;
 }
@@ -650,7 +702,7 @@ static int tcp_pair(int *a, int *b, int *lsn)
 	*a = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (*lsn < 0 || *a < 0 ||
 	    bind(*lsn, (struct sockaddr *)&sin, sizeof(sin)) ||
-	    listen(*lsn, 1) ||
+	    listen(*lsn, 4) ||
 	    getsockname(*lsn, (struct sockaddr *)&sin, &sl) ||
 	    connect(*a, (struct sockaddr *)&sin, sizeof(sin)))
 		return -1;
@@ -658,47 +710,55 @@ static int tcp_pair(int *a, int *b, int *lsn)
 	return *b < 0 ? -1 : 0;
 }
 
+static bool readable(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	return poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
+}
+
 static void test_attach(int fd)
 {
 	int a = -1, b = -1, lsn = -1, udp, unconn, usp[2], pfd[2], other;
-	struct rings r, ro;
+	int c = -1, d = -1, lsn2 = -1;
+	struct rings r, r2, ro;
+	uint32_t sa = 0, sc = 0;
 	struct swiw_ioc_stream s = { 0 };
 
 	make_rings(fd, &r);
+	cur = r;
 	CHECK(!tcp_pair(&a, &b, &lsn), "TCP pair over loopback");
+	CHECK(!tcp_pair(&c, &d, &lsn2), "second TCP pair");
 	udp = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	unconn = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	CHECK(udp >= 0 && unconn >= 0 &&
 		      !socketpair(AF_UNIX, SOCK_STREAM, 0, usp) && !pipe(pfd),
 	      "other descriptors");
 
-	if (datapath) {
-		printf("note: helper has a data path: skeleton ATTACH checks skipped\n");
-	} else {
-		EXPECT_ERR(attach(fd, &r, a, NULL), EOPNOTSUPP);
-		EXPECT_ERR(attach(fd, &r, b, t_all_markers), EOPNOTSUPP);
-	}
 	/* The socket. */
-	EXPECT_ERR(attach(fd, &r, -1, NULL), EBADF);
-	EXPECT_ERR(attach(fd, &r, 100000, NULL), EBADF);
-	EXPECT_ERR(attach(fd, &r, pfd[0], NULL), ENOTSOCK);
-	EXPECT_ERR(attach(fd, &r, fd, NULL), ENOTSOCK);
-	EXPECT_ERR(attach(fd, &r, udp, NULL), EPROTONOSUPPORT);
-	EXPECT_ERR(attach(fd, &r, usp[0], NULL), EPROTONOSUPPORT);
-	EXPECT_ERR(attach(fd, &r, unconn, NULL), ENOTCONN);
-	EXPECT_ERR(attach(fd, &r, lsn, NULL), ENOTCONN);
+	EXPECT_ERR(attach(fd, &r, -1, NULL, NULL), EBADF);
+	EXPECT_ERR(attach(fd, &r, 100000, NULL, NULL), EBADF);
+	EXPECT_ERR(attach(fd, &r, pfd[0], NULL, NULL), ENOTSOCK);
+	EXPECT_ERR(attach(fd, &r, fd, NULL, NULL), ENOTSOCK);
+	EXPECT_ERR(attach(fd, &r, udp, NULL, NULL), EPROTONOSUPPORT);
+	EXPECT_ERR(attach(fd, &r, usp[0], NULL, NULL), EPROTONOSUPPORT);
+	EXPECT_ERR(attach(fd, &r, unconn, NULL, NULL), ENOTCONN);
+	EXPECT_ERR(attach(fd, &r, lsn, NULL, NULL), ENOTCONN);
 	/* The parameters. */
-	EXPECT_ERR(attach(fd, &r, a, t_flags), EINVAL);
-	EXPECT_ERR(attach(fd, &r, a, t_rsvd0), EINVAL);
-	EXPECT_ERR(attach(fd, &r, a, t_rsvd1), EINVAL);
-	EXPECT_ERR(attach(fd, &r, a, t_stream), EINVAL);
-	EXPECT_ERR(attach(fd, &r, a, t_ird), EINVAL);
-	EXPECT_ERR(attach(fd, &r, a, t_ord), EINVAL);
-	EXPECT_ERR(attach(fd, &r, a, t_sq_is_cq), EINVAL);
-	EXPECT_ERR(attach(fd, &r, a, t_rq_zero), EINVAL);
-	EXPECT_ERR(attach(fd, &r, a, t_cq_unknown), EINVAL);
-	EXPECT_ERR(attach(fd, &r, a, t_tx_is_rxev), EINVAL);
-	EXPECT_ERR(attach(fd, &r, a, t_rxev_huge), EINVAL);
+	EXPECT_ERR(attach(fd, &r, a, t_flags, NULL), EINVAL);
+	EXPECT_ERR(attach(fd, &r, a, t_rsvd0, NULL), EINVAL);
+	EXPECT_ERR(attach(fd, &r, a, t_rsvd1, NULL), EINVAL);
+	EXPECT_ERR(attach(fd, &r, a, t_stream, NULL), EINVAL);
+	EXPECT_ERR(attach(fd, &r, a, t_ird, NULL), EINVAL);
+	EXPECT_ERR(attach(fd, &r, a, t_ord, NULL), EINVAL);
+	EXPECT_ERR(attach(fd, &r, a, t_sq_set, NULL), EINVAL);
+	EXPECT_ERR(attach(fd, &r, a, t_cq_set, NULL), EINVAL);
+	EXPECT_ERR(attach(fd, &r, a, t_cq_unknown, NULL), EINVAL);
+	EXPECT_ERR(attach(fd, &r, a, t_rq_zero, NULL), EINVAL);
+	EXPECT_ERR(attach(fd, &r, a, t_rq_is_cq, NULL), EINVAL);
+	EXPECT_ERR(attach(fd, &r, a, t_tx_is_rxev, NULL), EINVAL);
+	EXPECT_ERR(attach(fd, &r, a, t_rxev_is_tx, NULL), EINVAL);
+	EXPECT_ERR(attach(fd, &r, a, t_rxev_huge, NULL), EINVAL);
 	EXPECT_ERR(ioc(fd, SWIW_IOC_ATTACH, NULL), EFAULT);
 	/* Rings of another file are not this file's. */
 	other = open_dev();
@@ -706,37 +766,109 @@ static void test_attach(int fd)
 		queue(other, SWIW_QUEUE_CQ, 1, 32, NULL);
 	make_rings(other, &ro);
 	CHECK(ro.sq > r.rxev, "other file's ids %u.. above this file's", ro.sq);
-	EXPECT_ERR(attach(fd, &ro, a, NULL), EINVAL);
+	EXPECT_ERR(attach(fd, &ro, a, NULL, NULL), EINVAL);
 	close(other);
-	/* A peer that closed: no longer established. */
+
+	/* Attached: the rings are the stream's, the RQ may be shared. */
+	CHECK(!readable(fd), "no stream: not readable");
+	CHECK(!attach(fd, &r, a, t_all_flags, &sa) && sa, "attach, stream %u",
+	      sa);
+	EXPECT_ERR(attach(fd, &r, c, NULL, NULL), EBUSY);
+	make_rings(fd, &r2);
+	EXPECT_ERR(attach(fd, &r2, a, NULL, NULL), EBUSY); /* the socket */
+	r2.rq = r.rq;
+	CHECK(!attach(fd, &r2, c, NULL, &sc) && sc && sc != sa,
+	      "a second stream on the same RQ, stream %u", sc);
+	EXPECT_ERR(queue_free(fd, r.tx), EBUSY);
+	EXPECT_ERR(queue_free(fd, r.rxev), EBUSY);
+	EXPECT_ERR(queue_free(fd, r.rq), EBUSY);
+	CHECK(!queue_free(fd, r.cq), "free an unused ring");
+	EXPECT_ERR(queue_free(fd, r.cq), EINVAL);
+	CHECK(!stream_cmd(fd, SWIW_IOC_DOORBELL, sa), "doorbell");
+	CHECK(!readable(fd), "nothing received: not readable");
+	EXPECT_ERR(stream_cmd(fd, SWIW_IOC_DOORBELL, 12345), EINVAL);
+	EXPECT_ERR(stream_cmd(fd, SWIW_IOC_DOORBELL, 0), EINVAL);
+	EXPECT_ERR(stream_cmd(fd, SWIW_IOC_DETACH, 12345), EINVAL);
+	/* The peer closes: an event, and the file polls readable. */
 	close(b);
+	{
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+
+		CHECK(poll(&p, 1, 5000) == 1 && (p.revents & POLLIN),
+		      "the peer's FIN makes the file readable");
+	}
+	CHECK(!stream_cmd(fd, SWIW_IOC_DETACH, sa), "detach");
+	EXPECT_ERR(stream_cmd(fd, SWIW_IOC_DETACH, sa), EINVAL);
+	EXPECT_ERR(stream_cmd(fd, SWIW_IOC_DOORBELL, sa), EINVAL);
+	EXPECT_ERR(queue_free(fd, r.rq), EBUSY); /* still the second's */
+	CHECK(!queue_free(fd, r.tx) && !queue_free(fd, r.rxev),
+	      "rings free after detach");
+	EXPECT_ERR(attach(fd, &r, d, NULL, NULL), EINVAL); /* freed rings */
+	CHECK(!stream_cmd(fd, SWIW_IOC_DETACH, sc), "detach the second");
+	CHECK(!queue_free(fd, r.rq), "RQ free after the last detach");
+	/* The socket is the provider's again, and no longer established. */
 	shutdown(a, SHUT_RDWR);
 	usleep(100000);
-	if (!datapath)
-		EXPECT_ERR(attach(fd, &r, a, NULL), ENOTCONN);
+	make_rings(fd, &r2);
+	EXPECT_ERR(attach(fd, &r2, a, NULL, NULL), ENOTCONN);
 
-	/* DOORBELL, DETACH: no stream can exist in the skeleton. */
-	if (!datapath) {
-		EXPECT_ERR(ioc(fd, SWIW_IOC_DOORBELL, &s), EOPNOTSUPP);
-		EXPECT_ERR(ioc(fd, SWIW_IOC_DETACH, &s), EOPNOTSUPP);
-		s.stream_id = 12345;
-		EXPECT_ERR(ioc(fd, SWIW_IOC_DOORBELL, &s), EOPNOTSUPP);
-		EXPECT_ERR(ioc(fd, SWIW_IOC_DETACH, &s), EOPNOTSUPP);
-	}
 	s.rsvd = 1;
 	EXPECT_ERR(ioc(fd, SWIW_IOC_DOORBELL, &s), EINVAL);
 	EXPECT_ERR(ioc(fd, SWIW_IOC_DETACH, &s), EINVAL);
 	EXPECT_ERR(ioc(fd, SWIW_IOC_DOORBELL, NULL), EFAULT);
 	EXPECT_ERR(ioc(fd, SWIW_IOC_DETACH, (void *)8), EFAULT);
+	{
+		struct swiw_ioc_queue_free q = { .id = r2.tx, .rsvd = 1 };
+
+		EXPECT_ERR(ioc(fd, SWIW_IOC_QUEUE_FREE, &q), EINVAL);
+		EXPECT_ERR(ioc(fd, SWIW_IOC_QUEUE_FREE, NULL), EFAULT);
+		EXPECT_ERR(queue_free(fd, 0), EINVAL);
+		EXPECT_ERR(queue_free(fd, 30000), EINVAL);
+	}
 
 	close(a);
+	close(c);
+	close(d);
 	close(lsn);
+	close(lsn2);
 	close(udp);
 	close(unconn);
 	close(usp[0]);
 	close(usp[1]);
 	close(pfd[0]);
 	close(pfd[1]);
+}
+
+/* A ring freed while mapped: the mapping stays good until munmap. */
+static void test_queue_free_mapped(int fd)
+{
+	struct swiw_ioc_queue q;
+	volatile uint8_t *p;
+
+	CHECK(!queue(fd, SWIW_QUEUE_RXEV, 64, 96, &q), "queue");
+	p = mmap(NULL, q.mmap_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+		 q.mmap_offset);
+	CHECK(p != MAP_FAILED, "map");
+	if (p == MAP_FAILED)
+		return;
+	p[0] = 0x11;
+	CHECK(!queue_free(fd, q.id), "free while mapped");
+	p[q.mmap_size - 1] = 0x22;
+	CHECK(p[0] == 0x11 && p[q.mmap_size - 1] == 0x22,
+	      "the mapping still works");
+	CHECK(mmap(NULL, q.mmap_size, PROT_READ, MAP_SHARED, fd,
+		   q.mmap_offset) == MAP_FAILED &&
+		      errno == EINVAL,
+	      "a freed ring cannot be mapped again");
+	/* Split the mapping: both halves hold the ring. */
+	if (q.mmap_size >= 2 * (size_t)page) {
+		munmap((void *)p, page);
+		p[q.mmap_size - 1] = 0x33;
+		CHECK(p[q.mmap_size - 1] == 0x33, "the rest still works");
+		munmap((void *)(p + page), q.mmap_size - page);
+	} else {
+		munmap((void *)p, q.mmap_size);
+	}
 }
 
 /*
@@ -746,9 +878,9 @@ static void test_attach(int fd)
 static void test_random(void)
 {
 	static const unsigned long cmds[] = {
-		SWIW_IOC_VERSION, SWIW_IOC_REG_MR, SWIW_IOC_DEREG_MR,
-		SWIW_IOC_QUEUE,	  SWIW_IOC_ATTACH, SWIW_IOC_DOORBELL,
-		SWIW_IOC_DETACH,
+		SWIW_IOC_VERSION, SWIW_IOC_REG_MR,     SWIW_IOC_DEREG_MR,
+		SWIW_IOC_QUEUE,	  SWIW_IOC_ATTACH,     SWIW_IOC_DOORBELL,
+		SWIW_IOC_DETACH,  SWIW_IOC_QUEUE_FREE,
 	};
 	size_t len = 32 * page;
 	char *buf = mmap(NULL, len, PROT_READ | PROT_WRITE,
@@ -759,7 +891,7 @@ static void test_random(void)
 
 	srandom(5);
 	for (i = 0; i < 20000; i++) {
-		unsigned long cmd = cmds[random() % 7];
+		unsigned long cmd = cmds[random() % 8];
 
 		for (j = 0; j < 16; j++)
 			arg[j] = random() % 4 ? (uint32_t)random() :
@@ -788,7 +920,8 @@ static void test_random(void)
 		} else if (errno != EINVAL && errno != EFAULT &&
 			   errno != ENOMEM && errno != EOPNOTSUPP &&
 			   errno != EBADF && errno != ENOTSOCK &&
-			   errno != ENOTCONN && errno != EPROTONOSUPPORT) {
+			   errno != ENOTCONN && errno != EPROTONOSUPPORT &&
+			   errno != EBUSY) {
 			odd++;
 		}
 		if (i % 64 == 0) {
@@ -808,6 +941,349 @@ static void test_random(void)
 	CHECK(vm_pin_kb() == base, "VmPin %ld back to %ld after close",
 	      vm_pin_kb(), base);
 	munmap(buf, len);
+}
+
+/* A ring of the fuzz loop, mapped. */
+struct fring {
+	uint8_t *p;
+	uint32_t id, num, stride, pos;
+	size_t size;
+};
+
+static bool fring_make(int fd, uint32_t kind, uint32_t num, uint32_t stride,
+		       struct fring *r)
+{
+	struct swiw_ioc_queue q;
+
+	if (queue(fd, kind, num, stride, &q))
+		return false;
+	r->p = mmap(NULL, q.mmap_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+		    q.mmap_offset);
+	r->id = q.id;
+	r->num = num;
+	r->stride = stride;
+	r->pos = 0;
+	r->size = q.mmap_size;
+	return r->p != MAP_FAILED;
+}
+
+static uint16_t *fring_flags(struct fring *r, uint32_t pos)
+{
+	return (uint16_t *)(r->p + (size_t)(pos & (r->num - 1)) * r->stride +
+			    8);
+}
+
+static void rand_bytes(void *p, size_t n)
+{
+	uint8_t *b = p;
+
+	while (n--)
+		*b++ = (uint8_t)random();
+}
+
+/*
+ * Attached streams under fire from both sides: garbage (and half-right)
+ * txds and RQEs with doorbells, random octets (and plausible FPDU
+ * lengths) from a plain TCP peer, regions deregistered under them, events
+ * taken or left, and every way of ending: detach, close with the stream
+ * attached, the peer first, mappings first. The module must survive it
+ * all and give back every pin and reference.
+ */
+static void test_stream_fuzz(void)
+{
+	size_t len = 16 * page;
+	char *buf = mmap(NULL, len, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	long base = vm_pin_kb(), refs = module_refcnt();
+	int round, odd = 0;
+
+	memset(buf, 0x5a, len);
+	srandom(7);
+	for (round = 0; round < 150; round++) {
+		struct fring rq, tx, rxev;
+		struct rings r;
+		uint32_t stag = 0, stream = 0;
+		uint8_t junk[2048];
+		int fd = open_dev(), a, b, lsn, step, one = 1;
+		static const uint32_t accs[] = {
+			0,
+			ACC_LOCAL_WRITE,
+			ACC_LOCAL_WRITE | ACC_REMOTE_WRITE,
+			ACC_REMOTE_READ,
+			ACC_LOCAL_WRITE | ACC_REMOTE_WRITE | ACC_REMOTE_READ |
+				ACC_REMOTE_ATOMIC,
+		};
+
+		if (!fring_make(fd, SWIW_QUEUE_RQ, 16, 80, &rq) ||
+		    !fring_make(fd, SWIW_QUEUE_TX, 16, 160, &tx) ||
+		    !fring_make(fd, SWIW_QUEUE_RXEV, 8 << (random() % 3), 96,
+				&rxev) ||
+		    tcp_pair(&a, &b, &lsn)) {
+			CHECK(0, "fuzz round %d setup", round);
+			close(fd);
+			break;
+		}
+		close(lsn);
+		setsockopt(b, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		reg_mr(fd, buf, len, accs[random() % 5], &stag);
+		r = (struct rings){ .rq = rq.id, .tx = tx.id, .rxev = rxev.id };
+		cur = r;
+		{
+			struct swiw_ioc_attach at = {
+				.sock_fd = a,
+				.flags = (uint32_t)random() % 16,
+				.rq_id = rq.id,
+				.tx_id = tx.id,
+				.rxev_id = rxev.id,
+				.ird = (uint32_t)random() % 129,
+				.ord = (uint32_t)random() % 129,
+			};
+
+			if (ioc(fd, SWIW_IOC_ATTACH, &at)) {
+				odd++;
+				printf("fuzz: attach failed: %s\n",
+				       strerror(errno));
+			}
+			stream = at.stream_id;
+		}
+		for (step = 0; step < 60; step++) {
+			switch (random() % 9) {
+			case 0: /* random octets from the peer */
+				rand_bytes(junk, sizeof(junk));
+				send(b, junk, 1 + random() % sizeof(junk),
+				     MSG_DONTWAIT | MSG_NOSIGNAL);
+				break;
+			case 1: { /* an FPDU length that may be right */
+				uint16_t n = (uint16_t)(14 + random() % 80);
+
+				rand_bytes(junk, sizeof(junk));
+				junk[0] = (uint8_t)(n >> 8);
+				junk[1] = (uint8_t)n;
+				send(b, junk, (size_t)n + 8,
+				     MSG_DONTWAIT | MSG_NOSIGNAL);
+				break;
+			}
+			case 2:
+			case 3: { /* a txd: garbage, or half right */
+				uint8_t *slot =
+					(uint8_t *)fring_flags(&tx, tx.pos) - 8;
+				struct swiw_txd *t = (struct swiw_txd *)slot;
+
+				if (__atomic_load_n(fring_flags(&tx, tx.pos),
+						    __ATOMIC_ACQUIRE) &
+				    SWIW_SLOT_VALID)
+					break;
+				rand_bytes(slot, tx.stride);
+				if (random() % 2) {
+					t->hdr_len =
+						(uint8_t)(14 + random() % 60);
+					t->num_sge = (uint8_t)(random() % 3);
+					t->payload_len = 0;
+					for (int i = 0; i < t->num_sge; i++) {
+						t->sge[i].lkey = stag;
+						t->sge[i].laddr =
+							(uintptr_t)buf +
+							random() % len;
+						t->sge[i].length =
+							(uint32_t)(random() %
+								   3000);
+						t->payload_len +=
+							t->sge[i].length;
+					}
+				}
+				__atomic_store_n(fring_flags(&tx, tx.pos),
+						 (uint16_t)(random() |
+							    SWIW_SLOT_VALID),
+						 __ATOMIC_RELEASE);
+				tx.pos++;
+				stream_cmd(fd, SWIW_IOC_DOORBELL, stream);
+				break;
+			}
+			case 4: { /* an RQE: garbage, or half right */
+				uint8_t *slot =
+					(uint8_t *)fring_flags(&rq, rq.pos) - 8;
+				struct swiw_rqe *q = (struct swiw_rqe *)slot;
+				struct swiw_sge *g = (struct swiw_sge *)(q + 1);
+
+				if (__atomic_load_n(fring_flags(&rq, rq.pos),
+						    __ATOMIC_ACQUIRE) &
+				    SWIW_SLOT_VALID)
+					break;
+				rand_bytes(slot, rq.stride);
+				if (random() % 2) {
+					q->num_sge = (uint8_t)(random() % 5);
+					for (int i = 0; i < 4; i++) {
+						g[i].lkey = stag;
+						g[i].laddr = (uintptr_t)buf +
+							     random() % len;
+						g[i].length =
+							(uint32_t)(random() %
+								   len);
+					}
+				}
+				__atomic_store_n(fring_flags(&rq, rq.pos),
+						 (uint16_t)(random() |
+							    SWIW_SLOT_VALID),
+						 __ATOMIC_RELEASE);
+				rq.pos++;
+				break;
+			}
+			case 5: /* take events, or not */
+				while (random() % 4 &&
+				       (__atomic_load_n(fring_flags(&rxev,
+								    rxev.pos),
+							__ATOMIC_ACQUIRE) &
+					SWIW_SLOT_VALID))
+					__atomic_store_n(
+						fring_flags(&rxev, rxev.pos++),
+						0, __ATOMIC_RELEASE);
+				stream_cmd(fd, SWIW_IOC_DOORBELL, stream);
+				break;
+			case 6: /* the region goes, and maybe comes back */
+				dereg_mr(fd, stag);
+				if (random() % 2)
+					reg_mr(fd, buf, len, accs[random() % 5],
+					       &stag);
+				break;
+			case 7: /* read what the helper sent */
+				recv(b, junk, sizeof(junk), MSG_DONTWAIT);
+				break;
+			default:
+				readable(fd);
+				usleep(random() % 2000);
+			}
+		}
+		switch (random() % 4) {
+		case 0:
+			stream_cmd(fd, SWIW_IOC_DETACH, stream);
+			close(b);
+			break;
+		case 1: /* release() detaches */
+			break;
+		case 2: /* the peer first */
+			close(b);
+			usleep(random() % 5000);
+			break;
+		default: /* the mappings first */
+			munmap(rq.p, rq.size);
+			munmap(tx.p, tx.size);
+			munmap(rxev.p, rxev.size);
+			rq.p = tx.p = rxev.p = NULL;
+		}
+		if (rq.p) {
+			munmap(rq.p, rq.size);
+			munmap(tx.p, tx.size);
+			munmap(rxev.p, rxev.size);
+		}
+		close(a);
+		close(fd);
+		close(b); /* EBADF when closed above: harmless */
+	}
+	CHECK(!odd, "%d fuzz attaches failed", odd);
+	CHECK(vm_pin_kb() == base, "VmPin %ld back to %ld after the fuzz",
+	      vm_pin_kb(), base);
+	CHECK(module_refcnt() == refs, "module refcnt %ld back to %ld",
+	      module_refcnt(), refs);
+	munmap(buf, len);
+}
+
+/*
+ * Threads attaching, ringing and detaching streams on one file at once,
+ * each also detaching and ringing its neighbour's: every stream goes
+ * exactly once, ids are never given twice, rings are busy exactly while
+ * attached, and the file's release finds whatever is left.
+ */
+struct sthr {
+	int fd, id, bad, line;
+	uint32_t *ids; /* one slot per thread, atomic */
+};
+
+static void *sthr_main(void *arg)
+{
+	struct sthr *t = arg;
+	unsigned int seed = (unsigned int)t->id + 100;
+	int i;
+
+	for (i = 0; i < 150; i++) {
+		struct rings r = { 0 };
+		struct swiw_ioc_queue q;
+		uint32_t id = 0, other;
+		int a, b, lsn, err;
+
+		if (queue(t->fd, SWIW_QUEUE_RQ, 64, 32, &q))
+			goto bad;
+		r.rq = q.id;
+		if (queue(t->fd, SWIW_QUEUE_TX, 64, 160, &q))
+			goto bad;
+		r.tx = q.id;
+		if (queue(t->fd, SWIW_QUEUE_RXEV, 64, 96, &q))
+			goto bad;
+		r.rxev = q.id;
+		if (tcp_pair(&a, &b, &lsn))
+			goto bad;
+		close(lsn);
+		if (attach(t->fd, &r, a, NULL, &id) || !id)
+			t->bad++, t->line = __LINE__;
+		/* Busy until published: then a neighbour may detach it. */
+		if (queue_free(t->fd, r.tx) != EBUSY)
+			t->bad++, t->line = __LINE__;
+		__atomic_store_n(&t->ids[t->id], id, __ATOMIC_RELAXED);
+		other = __atomic_load_n(&t->ids[(t->id + 1) % 3],
+					__ATOMIC_RELAXED);
+		err = stream_cmd(t->fd, SWIW_IOC_DOORBELL, other);
+		if (err && err != EINVAL)
+			t->bad++, t->line = __LINE__;
+		if (rand_r(&seed) % 3 == 0) {
+			/* The neighbour's, if still there; then maybe ours. */
+			err = stream_cmd(t->fd, SWIW_IOC_DETACH, other);
+			if (err && err != EINVAL)
+				t->bad++, t->line = __LINE__;
+		}
+		if (rand_r(&seed) % 4) {
+			err = stream_cmd(t->fd, SWIW_IOC_DETACH, id);
+			if (err && err != EINVAL)
+				t->bad++, t->line = __LINE__;
+			__atomic_store_n(&t->ids[t->id], 0, __ATOMIC_RELAXED);
+		}
+		/* Free once the stream is gone; left to release() if not. */
+		if (!queue_free(t->fd, r.tx)) {
+			if (queue_free(t->fd, r.rxev) ||
+			    queue_free(t->fd, r.rq))
+				t->bad++, t->line = __LINE__;
+		}
+		close(a);
+		close(b);
+		continue;
+bad:
+		t->bad++, t->line = __LINE__;
+		break;
+	}
+	return NULL;
+}
+
+static void test_stream_threads(void)
+{
+	uint32_t ids[3] = { 0 };
+	long refs = module_refcnt();
+	struct sthr t[3];
+	pthread_t tid[3];
+	int fd = open_dev(), i, bad = 0;
+
+	for (i = 0; i < 3; i++) {
+		t[i] = (struct sthr){ .fd = fd, .id = i, .ids = ids };
+		CHECK(!pthread_create(&tid[i], NULL, sthr_main, &t[i]),
+		      "thread %d", i);
+	}
+	for (i = 0; i < 3; i++) {
+		pthread_join(tid[i], NULL);
+		bad += t[i].bad;
+	}
+	CHECK(!bad,
+	      "%d unexpected results from racing stream threads (line %d)", bad,
+	      t[0].line | t[1].line | t[2].line);
+	close(fd);
+	CHECK(module_refcnt() == refs, "module refcnt %ld back to %ld",
+	      module_refcnt(), refs);
 }
 
 /*
@@ -901,12 +1377,16 @@ int main(int argc, char **argv)
 	test_reg_mr(fd);
 	test_queue(fd);
 	test_attach(fd);
+	test_queue_free_mapped(fd);
+	CHECK(!readable(fd), "a file without streams is not readable");
 	close(fd);
 	test_release();
 	test_sigkill();
 	test_memlock();
 	test_queue_budget();
 	test_random();
+	test_stream_fuzz();
+	test_stream_threads();
 	test_threads();
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;

@@ -1,8 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # vm.kmod, the guest side: the kernel helper swiw.ko (built by kernel.build,
-# added with run.sh --module) loads, its ioctl and mmap test passes as root
-# and as an unprivileged user (RLIMIT_MEMLOCK applies then), the module's
+# added with run.sh --module) loads, its ioctl, mmap, poll and stream fuzz
+# test passes as root and as an unprivileged user (RLIMIT_MEMLOCK applies
+# then), the provider still opens its device beside it, the module's
 # reference count is back where it started, it unloads, and the kernel
 # logs no BUG, WARNING or Oops.
 . "$(dirname "$0")/guest_lib.sh"
@@ -18,31 +19,24 @@ t_load() {
 }
 
 t_root() {
-	"$TEST" || lab_fail "swiw_kmod_test as root"
+	LAB_TIMEOUT=240 lab_run "$TEST" || lab_fail "swiw_kmod_test as root"
 }
 
 t_nobody() {
-	setpriv --reuid=65534 --regid=65534 --clear-groups "$TEST" ||
+	LAB_TIMEOUT=240 lab_run setpriv --reuid=65534 --regid=65534 --clear-groups "$TEST" ||
 		lab_fail "swiw_kmod_test as nobody"
 }
 
-# With the skeleton loaded, the provider finds /dev/swiw, sees it has no
-# data path, and runs in-process; engine = kernel refuses to open.
+# With the helper loaded, the provider still opens its device (whichever
+# engine it picks: that choice is the provider's to test).
 t_provider() {
 	local run=$SWIW_BUILD/bin/swiw-run out
 
 	out=$(SWIW_CONFIG=/dev/null SWIW_LOG_LEVEL=info "$run" ibv_devinfo -v \
 		-d swiw_lo 2>&1) || lab_fail "ibv_devinfo: $out"
-	grep -q 'has no data path (the skeleton helper)' <<<"$out" ||
-		lab_fail "no reason logged: $out"
-	grep -Eq 'fw_ver:[[:space:]]+swiw [0-9.]+ in-process' <<<"$out" ||
-		lab_fail "fw_ver does not say in-process: $out"
-	if out=$(SWIW_CONFIG=/dev/null SWIW_ENGINE=kernel "$run" ibv_devinfo \
-		-d swiw_lo 2>&1); then
-		lab_fail "engine = kernel opened a device: $out"
-	fi
-	grep -q 'engine = kernel, but the kernel helper cannot be used' <<<"$out" ||
-		lab_fail "engine = kernel: no reason: $out"
+	grep -Eq 'fw_ver:[[:space:]]+swiw [0-9.]+' <<<"$out" ||
+		lab_fail "no swiw fw_ver: $out"
+	lab_note "$(grep -m1 fw_ver <<<"$out" | tr -s '\t ' ' ')"
 }
 
 t_unload() {

@@ -1,0 +1,37 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# vm.kdp, the guest side: the kernel helper's data path. swiw_kdp_test
+# attaches both ends of loopback TCP pairs to swiw.ko and runs SEND, WRITE,
+# READ and atomics through it (CRC, markers), against a stopped and a
+# killed owner and under RLIMIT_MEMLOCK; then the module's reference count
+# is back to 0, it unloads, and the kernel logs no BUG, WARNING or Oops.
+. "$(dirname "$0")/guest_lib.sh"
+
+TEST=${SWIW_BUILD:?SWIW_BUILD is not set (the swiw build directory)}/bin/swiw_kdp_test
+[ -x "$TEST" ] || lab_fail "$TEST is missing: build swiw first"
+
+t_load() {
+	lab_lo_up
+	lab_modprobe swiw
+	[ -c /dev/swiw ] || lab_fail "no /dev/swiw"
+}
+
+t_datapath() {
+	LAB_TIMEOUT=240 lab_run "$TEST" || lab_fail "swiw_kdp_test"
+}
+
+t_unload() {
+	local refs
+
+	refs=$(cat /sys/module/swiw/refcnt)
+	[ "$refs" -eq 0 ] || lab_fail "refcnt $refs after the tests"
+	rmmod swiw || lab_fail "rmmod swiw"
+	[ ! -e /dev/swiw ] || lab_fail "/dev/swiw left behind"
+}
+
+lab_note "guest $(uname -r), swiw.ko from the lab's module tree"
+lab_test kdp.load t_load
+lab_test kdp.datapath t_datapath
+lab_test kdp.unload t_unload
+lab_test dmesg lab_dmesg_clean
+lab_summary
