@@ -26,6 +26,23 @@ void swiw_config_defaults(struct swiw_config *cfg)
 	cfg->log_level = SWIW_LOG_WARN;
 	cfg->broker_port = SWIW_BROKER_PORT_DEFAULT;
 	cfg->connect_timeout_ms = SWIW_BROKER_CONNECT_TIMEOUT_MS;
+	cfg->mpa_rev = 2;
+}
+
+/* yes/no, on/off, true/false, 1/0: 1 or 0, or -1. */
+static int parse_bool(const char *v)
+{
+	static const char *const yes[] = { "yes", "on", "true", "1" };
+	static const char *const no[] = { "no", "off", "false", "0" };
+	size_t i;
+
+	for (i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+		if (!strcasecmp(v, yes[i]))
+			return 1;
+		if (!strcasecmp(v, no[i]))
+			return 0;
+	}
+	return -1;
 }
 
 static int parse_log_level(const char *v)
@@ -135,6 +152,23 @@ int swiw_config_set(struct swiw_config *cfg, const char *key, const char *value)
 			cfg->engine = SWIW_ENGINE_CFG_RING;
 		else
 			return -1;
+		return 0;
+	}
+	if (!strcmp(key, "mpa_crc") || !strcmp(key, "mpa_markers")) {
+		int on = parse_bool(value);
+
+		if (on < 0)
+			return -1;
+		if (key[4] == 'c')
+			cfg->mpa_crc = on;
+		else
+			cfg->mpa_markers = on;
+		return 0;
+	}
+	if (!strcmp(key, "mpa_rev")) {
+		if (strcmp(value, "1") && strcmp(value, "2"))
+			return -1;
+		cfg->mpa_rev = (unsigned int)(value[0] - '0');
 		return 0;
 	}
 	if (!strcmp(key, "progress")) {
@@ -304,6 +338,9 @@ static void config_load(void)
 	config_env(&the_config, "SWIW_CONNECT_TIMEOUT", "connect_timeout");
 	config_env(&the_config, "SWIW_PROGRESS", "progress");
 	config_env(&the_config, "SWIW_ENGINE", "engine");
+	config_env(&the_config, "SWIW_MPA_CRC", "mpa_crc");
+	config_env(&the_config, "SWIW_MPA_MARKERS", "mpa_markers");
+	config_env(&the_config, "SWIW_MPA_REV", "mpa_rev");
 }
 
 const struct swiw_config *swiw_config(void)

@@ -23,6 +23,10 @@ struct swiw_config {
 	int progress; /* enum swiw_progress */
 	/* Which engine runs the queues (swiw(7), KERNEL HELPER). */
 	int engine; /* enum swiw_engine_cfg */
+	/* What this side asks for in MPA (swiw(7), WIRE PROTOCOL). */
+	bool mpa_crc; /* set C: CRC in both directions */
+	bool mpa_markers; /* set M: markers towards us */
+	unsigned int mpa_rev; /* 1 or 2 */
 };
 
 enum swiw_engine_cfg {

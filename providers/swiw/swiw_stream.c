@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "swiw.h"
+#include "swiw_config.h"
 #include "swiw_stream.h"
 
 _Static_assert(sizeof(struct swiw_iov) == sizeof(struct iovec) &&
@@ -659,6 +660,9 @@ static struct swiw_stream *stream_new(struct swiw_qp *qp, int fd, int role,
 		return NULL;
 	swiw_mpa_cfg_init(&c);
 	c.ird_max = SWIW_MAX_IRD;
+	c.rev = swiw_config()->mpa_rev == 1 ? MPA_REV_1 : MPA_REV_2;
+	c.crc_required = swiw_config()->mpa_crc;
+	c.markers_wanted = swiw_config()->mpa_markers;
 	fl = fcntl(fd, F_GETFL);
 	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) ||
 	    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one))) {

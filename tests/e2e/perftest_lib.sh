@@ -52,8 +52,9 @@ server_up() {
 # client; the client's output must match REPORT-ERE. By default both run
 # here on swiw_lo and the client dials 127.0.0.1; PAIR_SNS/PAIR_CNS (the
 # server's and client's network namespaces), PAIR_SDEV/PAIR_CDEV and
-# PAIR_ADDR change that. ROWS=N: the client must print N figure lines
-# (one per size with -a).
+# PAIR_ADDR change that; PAIR_SENV/PAIR_CENV (NAME=VALUE words) add to
+# the server's/client's environment. ROWS=N: the client must print N
+# figure lines (one per size with -a).
 pair() {
 	local prog=$1 report=$2 port pid srv_rc rows
 	local sns=${PAIR_SNS:-} cns=${PAIR_CNS:-} pre=()
@@ -61,6 +62,8 @@ pair() {
 	shift 2
 	port=$((10000 + RANDOM % 20000)) # below the ephemeral range
 	[ -n "$sns" ] && pre=(ip netns exec "$sns")
+	# shellcheck disable=SC2206 # NAME=VALUE words
+	pre+=(env ${PAIR_SENV:-})
 	timeout -k 5 "$T_LIMIT" "${pre[@]}" "${SWIW[@]}" "$prog" \
 		-d "${PAIR_SDEV:-swiw_lo}" -p "$port" "$@" \
 		>"$T_TMP/srv.out" 2>"$T_TMP/srv.err" &
@@ -69,13 +72,12 @@ pair() {
 	SRV_PID=$pid
 	wait_until 20 "$prog server listening on $port" server_up "$sns" \
 		"$port"
-	if [ -n "$cns" ]; then
-		ns_swiw_run "$cns" "$prog" -d "${PAIR_CDEV:-swiw_lo}" \
-			-p "$port" "$@" "${PAIR_ADDR:-127.0.0.1}"
-	else
-		swiw_run "$prog" -d "${PAIR_CDEV:-swiw_lo}" -p "$port" "$@" \
-			"${PAIR_ADDR:-127.0.0.1}"
-	fi
+	pre=()
+	[ -n "$cns" ] && pre=(ip netns exec "$cns")
+	# shellcheck disable=SC2206 # NAME=VALUE words
+	pre+=(env ${PAIR_CENV:-})
+	run "${pre[@]}" "${SWIW[@]}" "$prog" -d "${PAIR_CDEV:-swiw_lo}" \
+		-p "$port" "$@" "${PAIR_ADDR:-127.0.0.1}"
 	wait "$pid"
 	srv_rc=$?
 	if [ -n "${PD_LEAK:-}" ]; then

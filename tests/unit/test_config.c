@@ -181,6 +181,24 @@ static void test_broker_keys(void **state)
 	assert_int_equal(cfg.engine, SWIW_ENGINE_CFG_AUTO);
 	assert_int_equal(swiw_config_set(&cfg, "engine", "gpu"), -1);
 	assert_int_equal(cfg.engine, SWIW_ENGINE_CFG_AUTO);
+
+	/* MPA: what this side asks for. */
+	assert_false(cfg.mpa_crc);
+	assert_false(cfg.mpa_markers);
+	assert_int_equal(cfg.mpa_rev, 2);
+	assert_int_equal(swiw_config_set(&cfg, "mpa_crc", "yes"), 0);
+	assert_true(cfg.mpa_crc);
+	assert_int_equal(swiw_config_set(&cfg, "mpa_crc", "Off"), 0);
+	assert_false(cfg.mpa_crc);
+	assert_int_equal(swiw_config_set(&cfg, "mpa_markers", "1"), 0);
+	assert_true(cfg.mpa_markers);
+	assert_int_equal(swiw_config_set(&cfg, "mpa_markers", "maybe"), -1);
+	assert_true(cfg.mpa_markers);
+	assert_int_equal(swiw_config_set(&cfg, "mpa_rev", "1"), 0);
+	assert_int_equal(cfg.mpa_rev, 1);
+	assert_int_equal(swiw_config_set(&cfg, "mpa_rev", "0"), -1);
+	assert_int_equal(swiw_config_set(&cfg, "mpa_rev", "12"), -1);
+	assert_int_equal(cfg.mpa_rev, 1);
 }
 
 static void test_iface_match(void **state)

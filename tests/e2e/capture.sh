@@ -1,0 +1,140 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# Live traffic judged by Wireshark: the stock ibv_rc_pingpong, ib_write_bw
+# and ib_read_bw across two network namespaces joined by a veth pair
+# (MTU 1500, so FPDUs are cut to the real MSS), captured on the veth with
+# dumpcap, for each MPA setting a peer can ask for: CRC off and on,
+# markers in neither, one or both directions. tests/wire/capture_check.sh
+# decodes each capture: the Request/Reply flags as asked, no bad CRC, no
+# malformed frame, markers exactly towards the sides that asked, DDP
+# sequences right.
+#
+# SWIW_CAPTURE_SERVER_ENV / SWIW_CAPTURE_CLIENT_ENV (NAME=VALUE words) add
+# to each side's environment: the VM lab runs this with one side on the
+# kernel helper (SWIW_ENGINE=kernel) and the other in-process.
+. "$(dirname "$0")/lib.sh"
+
+need_cmd ibv_rc_pingpong ib_write_bw ib_read_bw dumpcap tshark mergecap \
+	ethtool ip ss
+need_root
+
+. "$(dirname "$0")/perftest_lib.sh"
+
+CHECK=$(cd "$(dirname "$0")/../wire" && pwd)/capture_check.sh
+NSA=swiw-cap-$$-$RANDOM
+NSB=$NSA-b
+veth_pair "$NSA" capa 10.23.0.1 "$NSB" capb 10.23.0.2
+# No segmentation offloads: the capture then holds the segments TCP cut
+# at the MSS, which Wireshark's MPA dissector needs to find markers.
+for ns in "$NSA:capa" "$NSB:capb"; do
+	ip netns exec "${ns%%:*}" ethtool -K "${ns#*:}" tso off gso off gro off \
+		>/dev/null 2>&1 || fail "ethtool -K ${ns#*:}: offloads stay on"
+done
+
+port_active() {
+	ip netns exec "$1" "${SWIW[@]}" ibv_devinfo -d "$2" 2>/dev/null |
+		grep -q PORT_ACTIVE
+}
+wait_until 10 "swiw_capa active" port_active "$NSA" swiw_capa
+wait_until 10 "swiw_capb active" port_active "$NSB" swiw_capb
+
+export PAIR_SNS=$NSA PAIR_SDEV=swiw_capa PAIR_CNS=$NSB PAIR_CDEV=swiw_capb
+export PAIR_ADDR=10.23.0.1
+
+# probed PORT: a refused TCP connection to PORT is in both captures (its
+# SYN leaves B, its RST leaves A). dumpcap says "Capturing" before it
+# captures, and the kernel hands it packets a block at a time: a probe
+# that shows up proves the capture was running before it, and that all
+# sent earlier is written.
+probed() {
+	local f
+
+	ip netns exec "$NSB" bash -c "echo >/dev/tcp/10.23.0.1/$1" 2>/dev/null
+	for f in "$T_TMP/a.pcap" "$T_TMP/b.pcap"; do
+		[ "$(tshark -n -r "$f" -Y "tcp.port == $1" 2>/dev/null | wc -l)" -gt 0 ] ||
+			return 1
+	done
+}
+
+# capture_start / capture_stop CAP: each side's packets are captured as
+# they leave it, on its own end of the veth: received packets can reach
+# a capture out of order (the backlog of another CPU), and Wireshark's
+# MPA dissector, which does not reassemble, would misread them.
+DPIDS=()
+capture_start() {
+	local side ns dev addr
+
+	DPIDS=()
+	for side in "a:$NSA:capa:10.23.0.1" "b:$NSB:capb:10.23.0.2"; do
+		IFS=: read -r side ns dev addr <<<"$side"
+		: >"$T_TMP/$side.err"
+		# A large kernel buffer: a dropped packet would make the
+		# decode meaningless, so drops fail the run.
+		ip netns exec "$ns" dumpcap -q -B 128 -P -i "$dev" \
+			-f "tcp and src host $addr" -w "$T_TMP/$side.pcap" \
+			2>>"$T_TMP/$side.err" &
+		DPIDS+=($!)
+		on_exit "kill $!"
+	done
+	wait_until 10 "dumpcap capturing on capa and capb" probed 9
+}
+
+capture_stop() {
+	local side
+
+	wait_until 10 "dumpcap has written the traffic" probed 19
+	kill -INT "${DPIDS[@]}"
+	wait "${DPIDS[@]}"
+	for side in a b; do
+		grep -Eq 'dropped on interface .*: [1-9][0-9]*/0 ' "$T_TMP/$side.err" || {
+			cat "$T_TMP/$side.err" >&2
+			fail "dumpcap ($side) dropped packets or saw none: the capture cannot be judged"
+		}
+	done
+	mergecap -F pcap -w "$1" "$T_TMP/a.pcap" "$T_TMP/b.pcap" ||
+		fail "mergecap"
+}
+
+# one CRC_S MARKERS_S CRC_C MARKERS_C [small]: server and client ask for
+# these (yes|no). "small": only ibv_rc_pingpong with messages that fit one
+# FPDU, one TCP segment each (Wireshark's MPA dissector reads markers only
+# so: see capture_check.sh); otherwise bulk transfers too.
+one() {
+	local cs=$1 ms=$2 cc=$3 mc=$4 small=${5:-} cap crc=no addrs=()
+
+	cap=$T_TMP/cap-$cs$ms$cc$mc.pcap
+	{ [ "$cs" = yes ] || [ "$cc" = yes ]; } && crc=yes
+	[ "$ms" = yes ] && addrs+=(10.23.0.1)
+	[ "$mc" = yes ] && addrs+=(10.23.0.2)
+	capture_start
+	export PAIR_SENV="SWIW_MPA_CRC=$cs SWIW_MPA_MARKERS=$ms ${SWIW_CAPTURE_SERVER_ENV:-}"
+	export PAIR_CENV="SWIW_MPA_CRC=$cc SWIW_MPA_MARKERS=$mc ${SWIW_CAPTURE_CLIENT_ENV:-}"
+	if [ -n "$small" ]; then
+		pair ibv_rc_pingpong '^[0-9]+ bytes in [0-9.]+ seconds' -g 0 -n 100 -s 1000
+	else
+		pair ibv_rc_pingpong '^[0-9]+ bytes in [0-9.]+ seconds' -g 0 -n 100 -s 3000
+		pair ib_write_bw "$BW" -x 0 -n 50 -s 65536
+		pair ib_read_bw "$BW" -x 0 -n 30 -s 100000
+	fi
+	capture_stop "$cap"
+	if ! bash "$CHECK" "$cap" "$crc" "${addrs[@]}" >"$T_TMP/check.out" 2>&1; then
+		cat "$T_TMP/check.out" >&2
+		if [ -n "${SWIW_CAPTURE_KEEP:-}" ]; then
+			cp "$cap" "$SWIW_CAPTURE_KEEP/" && note "kept $SWIW_CAPTURE_KEEP/${cap##*/}"
+		fi
+		fail "capture (server crc $cs markers $ms, client crc $cc markers $mc)"
+	fi
+	pass "server crc $cs markers $ms, client crc $cc markers $mc: $(tail -1 "$T_TMP/check.out")"
+}
+
+# Bulk transfers without markers: every FPDU judged.
+one no no no no
+one yes no no no
+one no no yes no
+# Markers both ways: each FPDU of a ping-pong is one TCP segment on the
+# wire and in the capture (offloads are off from the start).
+one yes yes yes yes small
+one no yes no yes small
+# Markers one way, under load, with CRC: a marker out of place would fail
+# the CRC or the framing at the receiver, and the programs with it.
+one yes yes no no
+one no no yes yes

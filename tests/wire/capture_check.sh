@@ -1,0 +1,101 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# capture_check.sh PCAP CRC [MARKER-ADDR...]: judges a capture of live
+# iWARP connections with Wireshark's own dissectors. CRC (yes|no): whether
+# CRC was negotiated. MARKER-ADDR: the IP addresses of the peers that
+# asked for markers (so FPDUs towards them carry them). Checked:
+# - every MPA Request and Reply has M set exactly when its sender is one
+#   of those, and C clear when CRC is off;
+# - no FPDU has a bad CRC, none is malformed (the RPC-over-RDMA and SMB
+#   Direct heuristics, which misread arbitrary Send payloads, are off:
+#   PROTOCOL.md §4); with CRC on, some decode with "Good CRC32";
+# - with markers, FPDUs towards a side that asked carry them;
+# - the DDP sequences are right (ddp_sequence.py).
+# Wireshark's MPA dissector (packet-iwarp-mpa.c, 4.0) reads markers only
+# when both directions carry them and each TCP segment is one FPDU: a
+# connection with markers one way only is judged on its Request/Reply
+# flags alone, and the caller keeps FPDUs one per segment when markers
+# are on (small ping-pong messages, segmentation offloads off).
+# Prints one summary line; exits 1 on any failure.
+set -u
+cap=$1 crc=$2
+shift 2
+maddr=" $* "
+here=$(dirname "$0")
+command -v tshark >/dev/null || { echo "FAIL: tshark is not installed"; exit 1; }
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/swiw-capcheck.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+wants() { [[ "$maddr" == *" $1 "* ]]; }
+
+ts=(tshark -n -r "$cap" --disable-heuristic rpcrdma_iwarp
+	--disable-heuristic smb_direct_iwarp)
+
+# The handshakes: stream, request (1) or reply (empty), C, M, source.
+"${ts[@]}" -Y 'iwarp_mpa.req || iwarp_mpa.rep' -T fields -E separator=';' \
+	-e tcp.stream -e iwarp_mpa.req -e iwarp_mpa.crc_flag -e iwarp_mpa.marker_flag \
+	-e ip.src >"$tmp/rr" 2>/dev/null
+nrr=$(wc -l <"$tmp/rr")
+[ "$nrr" -ge 2 ] || { echo "FAIL: $nrr MPA Request/Reply frames decoded"; fail=1; }
+declare -A mstreams=() oneway=()
+while IFS=';' read -r stream req c m src; do
+	what=Reply
+	[ -n "$req" ] && what=Request
+	case "$c" in True | 1) c=1 ;; *) c=0 ;; esac
+	case "$m" in True | 1) m=1 ;; *) m=0 ;; esac
+	want=0
+	wants "$src" && want=1
+	if [ "$m" != "$want" ]; then
+		echo "FAIL: stream $stream $what from $src: M=$m, expected $want"
+		fail=1
+	fi
+	[ "$crc" = yes ] || [ "$c" = 0 ] ||
+		{ echo "FAIL: stream $stream $what from $src: C set, CRC expected off"; fail=1; }
+	mstreams[$stream]=$((${mstreams[$stream]:-0} + m))
+done <"$tmp/rr"
+judge=()
+for s in "${!mstreams[@]}"; do
+	if [ "${mstreams[$s]}" -eq 1 ]; then
+		oneway[$s]=1
+	else
+		judge+=("tcp.stream == $s")
+	fi
+done
+if [ "${#judge[@]}" -eq 0 ]; then
+	echo "capture: $nrr MPA frames; markers one way only on every stream: flags judged, FPDUs not (see capture_check.sh)"
+	exit $fail
+fi
+filter=$(printf ' || %s' "${judge[@]}")
+filter=${filter# || }
+
+"${ts[@]}" -Y "$filter" -V >"$tmp/decode" 2>"$tmp/err" || { cat "$tmp/err"; echo "FAIL: tshark"; exit 1; }
+bad=$(grep -c 'Bad CRC32' "$tmp/decode")
+good=$(grep -c 'Good CRC32' "$tmp/decode")
+mal=$(grep -ci 'malformed' "$tmp/decode")
+[ "$bad" -eq 0 ] || { echo "FAIL: $bad bad CRCs"; fail=1; }
+[ "$mal" -eq 0 ] || { grep -i -B30 malformed "$tmp/decode" | head -60; echo "FAIL: $mal malformed"; fail=1; }
+if [ "$crc" = yes ]; then
+	[ "$good" -gt 0 ] || { echo "FAIL: CRC on, but no FPDU has a good CRC"; fail=1; }
+fi
+
+# With markers on a stream, FPDUs towards each side carry some.
+"${ts[@]}" -Y "($filter) && iwarp_mpa.fpdu" -T fields -E separator=';' -E occurrence=f \
+	-e tcp.stream -e ip.dst -e iwarp_mpa.marker_fpduptr >"$tmp/fpdus" 2>/dev/null
+marked=0
+for s in "${!mstreams[@]}"; do
+	[ -z "${oneway[$s]:-}" ] && [ "${mstreams[$s]}" -eq 2 ] || continue
+	for dst in $(awk -F';' -v s="$s" '$1 == s { print $2 }' "$tmp/fpdus" | sort -u); do
+		n=$(awk -F';' -v s="$s" -v d="$dst" '$1 == s && $2 == d && $3 != ""' "$tmp/fpdus" | wc -l)
+		[ "$n" -gt 0 ] || { echo "FAIL: stream $s: no marker decoded towards $dst"; fail=1; }
+		marked=$((marked + n))
+	done
+done
+
+"${ts[@]}" -Y "($filter) && iwarp_ddp" -T fields -E separator=";" -E occurrence=a -E aggregator=, \
+	-e tcp.stream -e tcp.srcport -e iwarp_mpa.ulpdulength -e iwarp_ddp.tagged_flag \
+	-e iwarp_ddp.last_flag -e iwarp_rdma.opcode -e iwarp_ddp.qn -e iwarp_ddp.msn \
+	-e iwarp_ddp.mo -e iwarp_ddp.stag -e iwarp_ddp.tagged_offset >"$tmp/fields" 2>/dev/null
+python3 "$here/ddp_sequence.py" "$tmp/fields" || fail=1
+
+echo "capture: $nrr MPA frames, $good Good CRC32, $bad Bad CRC32, $mal malformed, $marked FPDUs with markers (crc $crc, markers asked by:${maddr% })"
+exit $fail
