@@ -75,13 +75,13 @@ capture_start() {
 		DPIDS+=($!)
 		on_exit "kill $!"
 	done
-	wait_until 10 "dumpcap capturing on capa and capb" probed 9
+	wait_until 60 "dumpcap capturing on capa and capb" probed 9
 }
 
 capture_stop() {
 	local side
 
-	wait_until 10 "dumpcap has written the traffic" probed 19
+	wait_until 60 "dumpcap has written the traffic" probed 19
 	kill -INT "${DPIDS[@]}"
 	wait "${DPIDS[@]}"
 	for side in a b; do

@@ -7,7 +7,9 @@
 # so every QP's data moves through /dev/swiw, and the test checks that
 # the provider really chose it.
 #
-#   e2e.sh SCRIPT...   names in tests/e2e without .sh (rc_pingpong ...)
+#   e2e.sh [NAME=VALUE | SCRIPT]...   SCRIPT: a name in tests/e2e without
+#                                     .sh (rc_pingpong ...); NAME=VALUE is
+#                                     exported for the scripts after it
 . "$(dirname "$0")/guest_lib.sh"
 
 E2E=$(cd "$(dirname "$0")/../e2e" && pwd)
@@ -58,7 +60,13 @@ lab_note "guest $(uname -r), $(nproc) CPUs, engine ${SWIW_ENGINE:-auto}"
 lab_test setup t_setup || lab_summary
 lab_test engine t_engine
 for s in "$@"; do
-	lab_test "e2e.$s" t_script "$s"
+	case "$s" in
+	*=*)
+		export "${s?}"
+		lab_note "$s"
+		;;
+	*) lab_test "e2e.$s" t_script "$s" ;;
+	esac
 done
 lab_test unload t_unload
 lab_test dmesg lab_dmesg_clean

@@ -67,13 +67,24 @@ if [ "${#judge[@]}" -eq 0 ]; then
 fi
 filter=$(printf ' || %s' "${judge[@]}")
 filter=${filter# || }
+# Retransmitted and reordered segments (TCG's slow timers cause spurious
+# ones) are left out: the MPA dissector does not reassemble, so it reads
+# them from a wrong start; the receiver's own CRC check covered them.
+retx=$("${ts[@]}" -Y "($filter) && (tcp.analysis.retransmission || tcp.analysis.out_of_order)" \
+	2>/dev/null | wc -l)
+filter="($filter) && !tcp.analysis.retransmission && !tcp.analysis.out_of_order"
 
 "${ts[@]}" -Y "$filter" -V >"$tmp/decode" 2>"$tmp/err" || { cat "$tmp/err"; echo "FAIL: tshark"; exit 1; }
 bad=$(grep -c 'Bad CRC32' "$tmp/decode")
 good=$(grep -c 'Good CRC32' "$tmp/decode")
-mal=$(grep -ci 'malformed' "$tmp/decode")
+# Dissector exceptions, and FPDUs whose length does not fit their segment.
+mal=$("${ts[@]}" -Y "($filter) && (_ws.malformed || iwarp_mpa.bad_length)" 2>/dev/null | wc -l)
 [ "$bad" -eq 0 ] || { echo "FAIL: $bad bad CRCs"; fail=1; }
-[ "$mal" -eq 0 ] || { grep -i -B30 malformed "$tmp/decode" | head -60; echo "FAIL: $mal malformed"; fail=1; }
+[ "$mal" -eq 0 ] || {
+	"${ts[@]}" -Y "($filter) && (_ws.malformed || iwarp_mpa.bad_length)" 2>/dev/null | head
+	echo "FAIL: $mal malformed"
+	fail=1
+}
 if [ "$crc" = yes ]; then
 	[ "$good" -gt 0 ] || { echo "FAIL: CRC on, but no FPDU has a good CRC"; fail=1; }
 fi
@@ -97,5 +108,5 @@ done
 	-e iwarp_ddp.mo -e iwarp_ddp.stag -e iwarp_ddp.tagged_offset >"$tmp/fields" 2>/dev/null
 python3 "$here/ddp_sequence.py" "$tmp/fields" || fail=1
 
-echo "capture: $nrr MPA frames, $good Good CRC32, $bad Bad CRC32, $mal malformed, $marked FPDUs with markers (crc $crc, markers asked by:${maddr% })"
+echo "capture: $nrr MPA frames, $good Good CRC32, $bad Bad CRC32, $mal malformed, $marked FPDUs with markers, $retx retransmitted or reordered segments left out (crc $crc, markers asked by:${maddr% })"
 exit $fail
