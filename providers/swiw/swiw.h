@@ -297,7 +297,8 @@ void swiw_conn_stop(struct swiw_qp *qp);
 /* swiw_mem.c: STags and memory checks */
 int swiw_stag_alloc(struct swiw_mr *mr);
 int swiw_stag_insert(struct swiw_mr *mr, uint32_t stag);
-int swiw_mr_stag_get(struct swiw_mr *mr, void *addr, size_t length, int access);
+int swiw_mr_stag_get(struct swiw_mr *mr, struct ibv_pd *pd, void *addr,
+		     size_t length, int access);
 void swiw_mr_stag_put(struct swiw_mr *mr);
 struct swiw_mr *swiw_mr_internal(struct ibv_pd *pd, void *addr, size_t len,
 				 int *err);

@@ -141,7 +141,13 @@ static int r_mr_get(void *env, u32 stag, struct swiw_lower_mr *mr)
 
 	if (!ref)
 		return -ENOMEM;
-	if (swiw_mem_lookup(stag, rs->pd, 0, 0, 0, ref)) {
+	switch (swiw_mem_lookup(stag, rs->pd, 0, 0, 0, ref)) {
+	case 0:
+		break;
+	case SWIW_MEM_NOT_ASSOC:
+		free(ref);
+		return -EPERM;
+	default:
 		free(ref);
 		return -ENOENT;
 	}
@@ -160,12 +166,15 @@ static void r_mr_put(void *env, void *handle)
 
 static int r_mr_invalidate(void *env, u32 stag)
 {
-	(void)env;
-	switch (swiw_mem_invalidate(stag, NULL)) {
+	struct ring_stream *rs = env;
+
+	switch (swiw_mem_invalidate(stag, rs->pd)) {
 	case 0:
 		return 0;
 	case SWIW_MEM_INVALID:
 		return -ENOENT;
+	case SWIW_MEM_NOT_ASSOC:
+		return -EPERM;
 	default:
 		return -EACCES;
 	}
@@ -436,8 +445,8 @@ static int r_attach(struct swiw_ioc_attach *a)
 }
 
 /*
- * The helper finds regions of its file, whatever their PD (swiw-abi.h
- * names none); in the process the lower half can be held to its QP's.
+ * ATTACH's pd is a number; the provider's table knows regions by their
+ * struct ibv_pd, so the stream is given that instead.
  */
 void swiw_ring_stream_pd(uint32_t id, const void *pd)
 {

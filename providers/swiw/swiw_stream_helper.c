@@ -131,6 +131,7 @@ int swiw_helper_attach(struct swiw_stream *s)
 	a.rxev_id = s->evq.id;
 	a.ird = s->ird;
 	a.ord = s->ord;
+	a.pd = to_swiw_pd(s->qp->vqp.qp.pd)->pdn;
 	err = s->be->attach(&a);
 	if (err) {
 		swiw_err("QP %u: %s refused the stream: %s", swiw_stream_qpn(s),

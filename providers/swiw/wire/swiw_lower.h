@@ -57,11 +57,14 @@ struct swiw_lower_mr {
 struct swiw_lower_ops {
 	/*
 	 * Finds the valid region @stag names (key included) and holds it:
-	 * 0, or -ENOENT. Regions of the stream's file (or process) only.
+	 * 0, -ENOENT, or -EPERM for a region of another PD than the
+	 * stream's (not held). Regions of the stream's file (or process)
+	 * only.
 	 */
 	int (*mr_get)(void *env, u32 stag, struct swiw_lower_mr *mr);
 	void (*mr_put)(void *env, void *handle);
-	/* Invalidates @stag: 0, -ENOENT, or -EACCES (cannot be). */
+	/* Invalidates @stag: 0, -ENOENT, -EPERM (another PD's), or
+	 * -EACCES (cannot be). */
 	int (*mr_invalidate)(void *env, u32 stag);
 	/* Copies @len octets to @addr, which the caller checked lies in
 	 * the held region. */
