@@ -29,6 +29,12 @@
 
 #include <rdma/swiw-abi.h>
 
+/* mr_get, mr_invalidate: another PD's region (Linux's value; the
+ * freestanding port defines only the errnos the wire core used before). */
+#ifndef EPERM
+#define EPERM 1
+#endif
+
 /* One side's view of a ring in shared memory (see swiw-abi.h). */
 struct swiw_lower_ring {
 	u8 *base;
