@@ -21,9 +21,7 @@
 #include "swiw.h"
 #include "swiw_backend.h"
 #include "swiw_stream.h"
-#ifdef SWIW_HAVE_LOWER
 #include "swiw_lower.h"
-#endif
 
 struct ring_queue {
 	uint32_t kind;
@@ -31,9 +29,7 @@ struct ring_queue {
 	void *mem;
 	size_t len;
 	uint32_t users; /* attached streams, under the engine lock */
-#ifdef SWIW_HAVE_LOWER
 	struct swiw_lower_rq lrq; /* RQ: the consumer's view, shared */
-#endif
 };
 
 static pthread_mutex_t rq_table_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -59,12 +55,10 @@ static int r_queue_alloc(uint32_t kind, uint32_t num, uint32_t stride,
 	e->kind = kind;
 	e->num = num;
 	e->stride = stride;
-#ifdef SWIW_HAVE_LOWER
 	e->lrq.ring.base = e->mem;
 	e->lrq.ring.num = num;
 	e->lrq.ring.stride = stride;
 	e->lrq.max_sge = (stride - SWIW_RQE_HDR_SIZE) / sizeof(struct swiw_sge);
-#endif
 	pthread_mutex_lock(&rq_table_lock);
 	for (i = 0; i < nqueues; i++)
 		if (!queues[i])
@@ -110,7 +104,6 @@ static void r_queue_free(struct swiw_bqueue *q)
 }
 
 /* Streams: the lower half on the engine thread ---------------------------- */
-#ifdef SWIW_HAVE_LOWER
 #define RING_STAGE (256 * 1024)
 
 struct ring_stream {
@@ -486,35 +479,13 @@ static int r_detach(uint32_t id)
 	free(rs);
 	return 0;
 }
-#else /* !SWIW_HAVE_LOWER: no attach, so no stream of ours to serve */
-uint32_t swiw_ring_stream_io(uint32_t id, uint32_t events)
-{
-	(void)id;
-	(void)events;
-	return 0;
-}
-
-uint32_t swiw_ring_stream_interest(uint32_t id)
-{
-	(void)id;
-	return 0;
-}
-
-void swiw_ring_stream_pd(uint32_t id, const void *pd)
-{
-	(void)id;
-	(void)pd;
-}
-#endif /* SWIW_HAVE_LOWER */
 
 struct swiw_backend swiw_ring_backend = {
 	.name = "ring engine",
 	.queue_alloc = r_queue_alloc,
 	.queue_free = r_queue_free,
-#ifdef SWIW_HAVE_LOWER
 	.attach = r_attach,
 	.doorbell = r_doorbell,
 	.detach = r_detach,
-#endif
 	.event_fd = -1,
 };
