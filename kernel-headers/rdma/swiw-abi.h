@@ -49,7 +49,7 @@
 #include <linux/types.h>
 #include <linux/ioctl.h>
 
-#define SWIW_ABI_VERSION 1
+#define SWIW_ABI_VERSION 2
 
 /* Flags word of every slot (__u16 in WQEs, __u8 in CQEs). */
 #define SWIW_SLOT_VALID 0x01
@@ -301,11 +301,18 @@ struct swiw_ioc_version {
 	__u32 flags; /* out: SWIW_VERSION_*; ignore unknown bits */
 };
 
+/*
+ * pd: the protection domain, any number the provider keeps unique among
+ * its live PDs. A stream finds only the regions of its own PD (ATTACH's
+ * pd): another PD's is not associated, as with a hardware RNIC.
+ */
 struct swiw_ioc_reg_mr {
 	__aligned_u64 addr; /* in */
 	__aligned_u64 length; /* in */
 	__u32 access; /* in: IBV_ACCESS_* */
 	__u32 stag; /* out */
+	__u32 pd; /* in */
+	__u32 rsvd; /* 0 */
 };
 
 struct swiw_ioc_dereg_mr {
@@ -341,8 +348,11 @@ enum {
  * Hands a connected TCP socket, MPA Request/Reply done, to the helper
  * (see HELPER STREAMS). sq_id and cq_id are 0: the provider keeps its
  * send and completion queues. rq_id is an RQ ring (an SRQ's ring may be
- * given to several streams). The rings stay the file's; the socket stays
- * the provider's fd, which must not be read or written until DETACH.
+ * given to several streams). pd is the QP's protection domain (as in
+ * struct swiw_ioc_reg_mr): tagged access, receive SGEs, txd gathers and
+ * invalidations find regions of that PD only. The rings stay the file's;
+ * the socket stays the provider's fd, which must not be read or written
+ * until DETACH.
  */
 struct swiw_ioc_attach {
 	__s32 sock_fd; /* in: connected TCP socket */
@@ -351,7 +361,8 @@ struct swiw_ioc_attach {
 	__u32 tx_id, rxev_id; /* in: the stream's rings */
 	__u32 ird, ord; /* in: as negotiated */
 	__u32 stream_id; /* out */
-	__u32 rsvd[2];
+	__u32 pd; /* in: the QP's PD */
+	__u32 rsvd; /* 0 */
 };
 
 /*

@@ -38,6 +38,7 @@
 struct swiw_kmr {
 	refcount_t ref;
 	u32 stag; /* (index << 8) | key, as the in-process engine's */
+	u32 pd; /* the provider's PD: streams of another find it not */
 	u32 access; /* IB_UVERBS_ACCESS_* */
 	bool invalid; /* invalidated: no new access finds it */
 	u64 addr;
@@ -98,9 +99,10 @@ int swiw_mr_reg(struct swiw_kfile *f, void __user *arg);
 int swiw_mr_dereg(struct swiw_kfile *f, void __user *arg);
 void swiw_mr_release_all(struct swiw_kfile *f);
 /* The data path's view (struct swiw_lower_ops), on a file's regions. */
-int swiw_mr_get(struct swiw_kfile *f, u32 stag, struct swiw_lower_mr *out);
+int swiw_mr_get(struct swiw_kfile *f, u32 pd, u32 stag,
+		struct swiw_lower_mr *out);
 void swiw_mr_put(struct swiw_kmr *mr);
-int swiw_mr_invalidate(struct swiw_kfile *f, u32 stag);
+int swiw_mr_invalidate(struct swiw_kfile *f, u32 pd, u32 stag);
 void swiw_mr_write(struct swiw_kmr *mr, u64 addr, const void *src, u32 len);
 u32 swiw_mr_map(struct swiw_kmr *mr, u64 addr, u32 len, struct swiw_iov *iov,
 		u32 max);

@@ -140,6 +140,8 @@ int swiw_mr_reg(struct swiw_kfile *f, void __user *arg)
 
 	if (copy_from_user(&req, arg, sizeof(req)))
 		return -EFAULT;
+	if (req.rsvd)
+		return -EINVAL;
 	ret = swiw_access_check(req.access);
 	if (ret)
 		return ret;
@@ -155,6 +157,7 @@ int swiw_mr_reg(struct swiw_kfile *f, void __user *arg)
 	if (!mr)
 		return -ENOMEM;
 	refcount_set(&mr->ref, 1);
+	mr->pd = req.pd;
 	mr->access = req.access;
 	mr->addr = req.addr;
 	mr->length = req.length;
@@ -256,9 +259,11 @@ void swiw_mr_put(struct swiw_kmr *mr)
 /*
  * Finds the valid region @stag names and takes a reference, under the
  * table's lock so that a deregistration racing with it either comes
- * first (ENOENT) or leaves the pages to this reference.
+ * first (ENOENT) or leaves the pages to this reference. A region of
+ * another PD than @pd is -EPERM (not associated), and not held.
  */
-int swiw_mr_get(struct swiw_kfile *f, u32 stag, struct swiw_lower_mr *out)
+int swiw_mr_get(struct swiw_kfile *f, u32 pd, u32 stag,
+		struct swiw_lower_mr *out)
 {
 	struct swiw_kmr *mr;
 
@@ -267,6 +272,10 @@ int swiw_mr_get(struct swiw_kfile *f, u32 stag, struct swiw_lower_mr *out)
 	if (!mr || mr->stag != stag || READ_ONCE(mr->invalid)) {
 		xa_unlock(&f->mrs);
 		return -ENOENT;
+	}
+	if (mr->pd != pd) {
+		xa_unlock(&f->mrs);
+		return -EPERM;
 	}
 	refcount_inc(&mr->ref);
 	xa_unlock(&f->mrs);
@@ -280,8 +289,11 @@ int swiw_mr_get(struct swiw_kfile *f, u32 stag, struct swiw_lower_mr *out)
 	return 0;
 }
 
-/* Invalidates @stag (LOCAL_INV, Send with Invalidate): 0 or -ENOENT. */
-int swiw_mr_invalidate(struct swiw_kfile *f, u32 stag)
+/*
+ * Invalidates @stag (LOCAL_INV, Send with Invalidate) for a stream of
+ * @pd: 0, -ENOENT, or -EPERM (another PD's region, left valid).
+ */
+int swiw_mr_invalidate(struct swiw_kfile *f, u32 pd, u32 stag)
 {
 	struct swiw_kmr *mr;
 	int ret = -ENOENT;
@@ -289,8 +301,12 @@ int swiw_mr_invalidate(struct swiw_kfile *f, u32 stag)
 	xa_lock(&f->mrs);
 	mr = xa_load(&f->mrs, stag >> 8);
 	if (mr && mr->stag == stag && !mr->invalid) {
-		WRITE_ONCE(mr->invalid, true);
-		ret = 0;
+		if (mr->pd != pd) {
+			ret = -EPERM;
+		} else {
+			WRITE_ONCE(mr->invalid, true);
+			ret = 0;
+		}
 	}
 	xa_unlock(&f->mrs);
 	return ret;

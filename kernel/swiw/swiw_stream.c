@@ -42,6 +42,7 @@ struct swiw_kstream {
 	refcount_t ref; /* the table's, and each command in progress */
 	struct swiw_kfile *file;
 	u32 id;
+	u32 pd; /* regions of this PD only */
 	struct mutex mutex; /* every swiw_lower call; dead; in_rx */
 	bool dead; /* detached: the work items do nothing more */
 	bool in_rx; /* the socket lock is held: send must not take it */
@@ -68,7 +69,7 @@ static int swiw_env_mr_get(void *env, u32 stag, struct swiw_lower_mr *mr)
 {
 	struct swiw_kstream *s = env;
 
-	return swiw_mr_get(s->file, stag, mr);
+	return swiw_mr_get(s->file, s->pd, stag, mr);
 }
 
 static void swiw_env_mr_put(void *env, void *handle)
@@ -80,7 +81,7 @@ static int swiw_env_mr_invalidate(void *env, u32 stag)
 {
 	struct swiw_kstream *s = env;
 
-	return swiw_mr_invalidate(s->file, stag);
+	return swiw_mr_invalidate(s->file, s->pd, stag);
 }
 
 static void swiw_env_mr_write(void *env, void *handle, u64 addr,
@@ -509,8 +510,8 @@ int swiw_stream_attach(struct swiw_kfile *f, void __user *arg)
 
 	if (copy_from_user(&req, arg, sizeof(req)))
 		return -EFAULT;
-	if (req.flags & ~SWIW_ATTACH_KNOWN || req.rsvd[0] || req.rsvd[1] ||
-	    req.stream_id || req.ird > SWIW_MAX_IRD || req.ord > SWIW_MAX_ORD)
+	if (req.flags & ~SWIW_ATTACH_KNOWN || req.rsvd || req.stream_id ||
+	    req.ird > SWIW_MAX_IRD || req.ord > SWIW_MAX_ORD)
 		return -EINVAL;
 	/* The provider keeps its SQ and CQ (swiw-abi.h). */
 	if (req.sq_id || req.cq_id)
@@ -522,6 +523,7 @@ int swiw_stream_attach(struct swiw_kfile *f, void __user *arg)
 		return -ENOMEM;
 	refcount_set(&s->ref, 1);
 	s->file = f;
+	s->pd = req.pd;
 	mutex_init(&s->mutex);
 	INIT_WORK(&s->rx_work, swiw_rx_work);
 	INIT_WORK(&s->tx_work, swiw_tx_work);

@@ -128,6 +128,7 @@ struct swiw_qp {
 	size_t sq_mem_len;
 	struct swiw_rq own_rq;
 	struct swiw_rq *rq; /* &own_rq, or the SRQ's */
+	bool rq_stale; /* RESET could not renew own_rq: RTR tries again */
 	struct swiw_srq *srq;
 	struct swiw_cq *scq, *rcq;
 	uint32_t max_send_wr, max_recv_wr, max_send_sge, max_recv_sge;
@@ -255,6 +256,7 @@ void swiw_rq_destroy(struct swiw_rq *rq);
 int swiw_rq_post(struct swiw_rq *rq, struct ibv_recv_wr *wr,
 		 struct ibv_recv_wr **bad_wr);
 void swiw_rq_resync(struct swiw_rq *rq);
+int swiw_rq_renew(struct swiw_rq *rq);
 
 /* swiw_cq_ex.c, swiw_qp_ex.c: the extended verbs */
 struct ibv_cq_ex *swiw_create_cq_ex(struct ibv_context *ctx,
@@ -267,6 +269,7 @@ int swiw_engine_cq_push(struct swiw_cq *cq, const struct swiw_cqe *cqe);
 void swiw_engine_flush_qp(struct swiw_qp *qp);
 void swiw_engine_flush_qp_locked(struct swiw_qp *qp);
 void swiw_engine_reset_qp(struct swiw_qp *qp);
+int swiw_engine_renew_rq(struct swiw_qp *qp);
 void swiw_engine_sq_posted(struct swiw_qp *qp);
 void swiw_engine_poll(void);
 
@@ -297,7 +300,8 @@ void swiw_conn_stop(struct swiw_qp *qp);
 /* swiw_mem.c: STags and memory checks */
 int swiw_stag_alloc(struct swiw_mr *mr);
 int swiw_stag_insert(struct swiw_mr *mr, uint32_t stag);
-int swiw_mr_stag_get(struct swiw_mr *mr, void *addr, size_t length, int access);
+int swiw_mr_stag_get(struct swiw_mr *mr, struct ibv_pd *pd, void *addr,
+		     size_t length, int access);
 void swiw_mr_stag_put(struct swiw_mr *mr);
 struct swiw_mr *swiw_mr_internal(struct ibv_pd *pd, void *addr, size_t len,
 				 int *err);

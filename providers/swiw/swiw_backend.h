@@ -27,9 +27,12 @@ struct swiw_backend {
 	/*
 	 * Registers a region and names its STag, which the provider's own
 	 * table then keeps (swiw_stag_insert). NULL: the provider's table
-	 * allocates the STag and the backend looks regions up there.
+	 * allocates the STag and the backend looks regions up there. @pd is
+	 * the PD's number (struct swiw_pd.pdn): streams of another PD do
+	 * not find the region.
 	 */
-	int (*reg_mr)(void *addr, uint64_t len, int access, uint32_t *stag);
+	int (*reg_mr)(void *addr, uint64_t len, int access, uint32_t pd,
+		      uint32_t *stag);
 	int (*dereg_mr)(uint32_t stag);
 	/* Zeroed ring of @num slots of @stride octets: 0 or a positive errno. */
 	int (*queue_alloc)(uint32_t kind, uint32_t num, uint32_t stride,

@@ -456,6 +456,24 @@ void swiw_engine_flush_qp(struct swiw_qp *qp)
 	swiw_eng_unlock();
 }
 
+/*
+ * modify_qp to RESET, with its own RQ run by a lower half: a fresh ring
+ * for the next connection (swiw_rq_renew). If none can be had now, the
+ * next INIT to RTR tries again, and fails if it cannot either.
+ */
+int swiw_engine_renew_rq(struct swiw_qp *qp)
+{
+	int err;
+
+	if (qp->srq)
+		return 0;
+	swiw_eng_lock();
+	err = swiw_rq_renew(qp->rq);
+	swiw_eng_unlock();
+	qp->rq_stale = err != 0;
+	return err;
+}
+
 /* RESET and destroy: queued work requests are dropped, not completed. */
 void swiw_engine_reset_qp(struct swiw_qp *qp)
 {

@@ -274,6 +274,9 @@ int swiw_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 	if (mask & IBV_QP_RQ_PSN)
 		qp->rq_psn = attr->rq_psn;
 	if (cur == IBV_QPS_INIT && next == IBV_QPS_RTR) {
+		err = qp->rq_stale ? swiw_engine_renew_rq(qp) : 0;
+		if (err)
+			goto out;
 		err = connect_rtr(qp, attr);
 		if (err)
 			goto out;
@@ -283,8 +286,14 @@ int swiw_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 		swiw_conn_stop(qp);
 		swiw_engine_flush_qp(qp);
 	} else if (next == IBV_QPS_RESET) {
+		int rerr;
+
 		swiw_conn_stop(qp);
 		swiw_engine_reset_qp(qp);
+		rerr = swiw_engine_renew_rq(qp);
+		if (rerr)
+			swiw_warn("QP %u: no fresh receive queue at RESET: %s",
+				  qp->vqp.qp.qp_num, strerror(rerr));
 	}
 out:
 	pthread_mutex_unlock(&qp->state_lock);

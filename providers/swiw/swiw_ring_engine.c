@@ -21,9 +21,7 @@
 #include "swiw.h"
 #include "swiw_backend.h"
 #include "swiw_stream.h"
-#ifdef SWIW_HAVE_LOWER
 #include "swiw_lower.h"
-#endif
 
 struct ring_queue {
 	uint32_t kind;
@@ -31,9 +29,7 @@ struct ring_queue {
 	void *mem;
 	size_t len;
 	uint32_t users; /* attached streams, under the engine lock */
-#ifdef SWIW_HAVE_LOWER
 	struct swiw_lower_rq lrq; /* RQ: the consumer's view, shared */
-#endif
 };
 
 static pthread_mutex_t rq_table_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -59,12 +55,10 @@ static int r_queue_alloc(uint32_t kind, uint32_t num, uint32_t stride,
 	e->kind = kind;
 	e->num = num;
 	e->stride = stride;
-#ifdef SWIW_HAVE_LOWER
 	e->lrq.ring.base = e->mem;
 	e->lrq.ring.num = num;
 	e->lrq.ring.stride = stride;
 	e->lrq.max_sge = (stride - SWIW_RQE_HDR_SIZE) / sizeof(struct swiw_sge);
-#endif
 	pthread_mutex_lock(&rq_table_lock);
 	for (i = 0; i < nqueues; i++)
 		if (!queues[i])
@@ -110,7 +104,6 @@ static void r_queue_free(struct swiw_bqueue *q)
 }
 
 /* Streams: the lower half on the engine thread ---------------------------- */
-#ifdef SWIW_HAVE_LOWER
 #define RING_STAGE (256 * 1024)
 
 struct ring_stream {
@@ -141,7 +134,13 @@ static int r_mr_get(void *env, u32 stag, struct swiw_lower_mr *mr)
 
 	if (!ref)
 		return -ENOMEM;
-	if (swiw_mem_lookup(stag, rs->pd, 0, 0, 0, ref)) {
+	switch (swiw_mem_lookup(stag, rs->pd, 0, 0, 0, ref)) {
+	case 0:
+		break;
+	case SWIW_MEM_NOT_ASSOC:
+		free(ref);
+		return -EPERM;
+	default:
 		free(ref);
 		return -ENOENT;
 	}
@@ -160,12 +159,15 @@ static void r_mr_put(void *env, void *handle)
 
 static int r_mr_invalidate(void *env, u32 stag)
 {
-	(void)env;
-	switch (swiw_mem_invalidate(stag, NULL)) {
+	struct ring_stream *rs = env;
+
+	switch (swiw_mem_invalidate(stag, rs->pd)) {
 	case 0:
 		return 0;
 	case SWIW_MEM_INVALID:
 		return -ENOENT;
+	case SWIW_MEM_NOT_ASSOC:
+		return -EPERM;
 	default:
 		return -EACCES;
 	}
@@ -436,8 +438,8 @@ static int r_attach(struct swiw_ioc_attach *a)
 }
 
 /*
- * The helper finds regions of its file, whatever their PD (swiw-abi.h
- * names none); in the process the lower half can be held to its QP's.
+ * ATTACH's pd is a number; the provider's table knows regions by their
+ * struct ibv_pd, so the stream is given that instead.
  */
 void swiw_ring_stream_pd(uint32_t id, const void *pd)
 {
@@ -477,35 +479,13 @@ static int r_detach(uint32_t id)
 	free(rs);
 	return 0;
 }
-#else /* !SWIW_HAVE_LOWER: no attach, so no stream of ours to serve */
-uint32_t swiw_ring_stream_io(uint32_t id, uint32_t events)
-{
-	(void)id;
-	(void)events;
-	return 0;
-}
-
-uint32_t swiw_ring_stream_interest(uint32_t id)
-{
-	(void)id;
-	return 0;
-}
-
-void swiw_ring_stream_pd(uint32_t id, const void *pd)
-{
-	(void)id;
-	(void)pd;
-}
-#endif /* SWIW_HAVE_LOWER */
 
 struct swiw_backend swiw_ring_backend = {
 	.name = "ring engine",
 	.queue_alloc = r_queue_alloc,
 	.queue_free = r_queue_free,
-#ifdef SWIW_HAVE_LOWER
 	.attach = r_attach,
 	.doorbell = r_doorbell,
 	.detach = r_detach,
-#endif
 	.event_fd = -1,
 };

@@ -74,6 +74,37 @@ void swiw_rq_resync(struct swiw_rq *rq)
 	pthread_spin_unlock(&rq->lock);
 }
 
+/*
+ * A fresh ring from the backend in place of the old one, both views at
+ * 0: the lower half's consumer position is its own, so after a RESET
+ * (which dropped the WRs posted) it would be stale for the next
+ * connection. 0, or a positive errno with the old ring kept.
+ */
+int swiw_rq_renew(struct swiw_rq *rq)
+{
+	const struct swiw_backend *be = swiw_backend();
+	struct swiw_bqueue nq, old;
+	int err;
+
+	if (!rq->bq.mem)
+		return 0;
+	err = be->queue_alloc(SWIW_QUEUE_RQ, rq->ring.num, rq->ring.stride,
+			      &nq);
+	if (err)
+		return err;
+	pthread_spin_lock(&rq->lock);
+	old = rq->bq;
+	rq->bq = nq;
+	rq->mem = nq.mem;
+	rq->mem_len = nq.len;
+	rq->ring.base = nq.mem;
+	rq->ring.pos = 0;
+	rq->eng = rq->ring;
+	pthread_spin_unlock(&rq->lock);
+	be->queue_free(&old);
+	return 0;
+}
+
 /* 0, or a positive errno with *bad_wr at the first WR not posted. */
 int swiw_rq_post(struct swiw_rq *rq, struct ibv_recv_wr *wr,
 		 struct ibv_recv_wr **bad_wr)

@@ -351,11 +351,23 @@ static int fpdu_setup(struct swiw_stream *s)
 		s->ord = SWIW_MAX_ORD;
 	if (s->be) {
 		/* Before any FPDU: the lower half frames from here on. */
-		if (swiw_helper_attach(s))
+		int err = swiw_helper_attach(s);
+
+		if (err && err != ENOTCONN)
 			return -EINVAL;
-		s->msn_send = s->msn_rreq = s->msn_aresp = 1;
-		s->fpdu_setup = true;
-		return 0;
+		if (!err) {
+			s->msn_send = s->msn_rreq = s->msn_aresp = 1;
+			s->fpdu_setup = true;
+			return 0;
+		}
+		/*
+		 * The peer's FIN came before the helper took the socket (it
+		 * takes established ones only): a peer close, as the
+		 * in-process engine sees an EOF. Until its grace ends the
+		 * stream is set up as that engine's, unattached.
+		 */
+		s->mpa_phase = false;
+		swiw_stream_peer_eof(s);
 	}
 	if (swiw_fpdu_rx_init(&s->frx, &rc) ||
 	    swiw_ddp_rx_init(&s->drx, &swiw_rx_mem_ops, s,

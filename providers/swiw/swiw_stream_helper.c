@@ -131,7 +131,14 @@ int swiw_helper_attach(struct swiw_stream *s)
 	a.rxev_id = s->evq.id;
 	a.ird = s->ird;
 	a.ord = s->ord;
+	a.pd = to_swiw_pd(s->qp->vqp.qp.pd)->pdn;
 	err = s->be->attach(&a);
+	if (err == ENOTCONN) {
+		swiw_info(
+			"QP %u: the peer closed before the %s took the stream",
+			swiw_stream_qpn(s), s->be->name);
+		return err;
+	}
 	if (err) {
 		swiw_err("QP %u: %s refused the stream: %s", swiw_stream_qpn(s),
 			 s->be->name, strerror(err));

@@ -301,7 +301,8 @@ _Static_assert((int)IBV_ACCESS_LOCAL_WRITE ==
  * pins the region and names it; our table keeps it for the local checks),
  * else our own table's.
  */
-int swiw_mr_stag_get(struct swiw_mr *mr, void *addr, size_t length, int access)
+int swiw_mr_stag_get(struct swiw_mr *mr, struct ibv_pd *pd, void *addr,
+		     size_t length, int access)
 {
 	const struct swiw_backend *be = swiw_backend();
 	uint32_t stag;
@@ -309,7 +310,7 @@ int swiw_mr_stag_get(struct swiw_mr *mr, void *addr, size_t length, int access)
 
 	if (!be || !be->reg_mr)
 		return swiw_stag_alloc(mr);
-	err = be->reg_mr(addr, length, access, &stag);
+	err = be->reg_mr(addr, length, access, to_swiw_pd(pd)->pdn, &stag);
 	if (err)
 		return err;
 	err = swiw_stag_insert(mr, stag);
@@ -344,7 +345,7 @@ struct swiw_mr *swiw_mr_internal(struct ibv_pd *pd, void *addr, size_t len,
 	*err = ENOMEM;
 	if (!mr)
 		return NULL;
-	*err = swiw_mr_stag_get(mr, addr, len, IBV_ACCESS_LOCAL_WRITE);
+	*err = swiw_mr_stag_get(mr, pd, addr, len, IBV_ACCESS_LOCAL_WRITE);
 	if (*err) {
 		free(mr);
 		return NULL;
@@ -383,7 +384,7 @@ static struct ibv_mr *swiw_reg_mr(struct ibv_pd *ibpd, void *addr,
 	mr = swiw_obj_alloc(&sctx->nmr, SWIW_MAX_MR, sizeof(*mr));
 	if (!mr)
 		return NULL;
-	err = swiw_mr_stag_get(mr, addr, length, access);
+	err = swiw_mr_stag_get(mr, ibpd, addr, length, access);
 	if (err) {
 		swiw_obj_free(&sctx->nmr, mr);
 		errno = err;

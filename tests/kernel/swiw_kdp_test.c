@@ -145,18 +145,29 @@ static int make_ring(int fd, uint32_t kind, uint32_t stride, struct ring *r)
 	return 0;
 }
 
-static int reg_mr(int fd, void *addr, uint64_t len, uint32_t access,
-		  uint32_t *stag)
+/* The PD every stream and region is in, unless a test says otherwise. */
+#define PD_MAIN 7
+#define PD_OTHER 8
+
+static int reg_mr_pd(int fd, void *addr, uint64_t len, uint32_t access,
+		     uint32_t pd, uint32_t *stag)
 {
 	struct swiw_ioc_reg_mr r = {
 		.addr = (uintptr_t)addr,
 		.length = len,
 		.access = access,
+		.pd = pd,
 	};
 	int err = ioc(fd, SWIW_IOC_REG_MR, &r);
 
 	*stag = err ? 0 : r.stag;
 	return err;
+}
+
+static int reg_mr(int fd, void *addr, uint64_t len, uint32_t access,
+		  uint32_t *stag)
+{
+	return reg_mr_pd(fd, addr, len, access, PD_MAIN, stag);
 }
 
 static int dereg_mr(int fd, uint32_t stag)
@@ -169,9 +180,11 @@ static int dereg_mr(int fd, uint32_t stag)
 /* Opens a file, makes the rings and attaches @sock: 0 or an errno. */
 static int ep_open(struct ep *e, int sock, uint32_t flags)
 {
-	struct swiw_ioc_attach a = {
-		.sock_fd = sock, .flags = flags, .ird = 16, .ord = 16
-	};
+	struct swiw_ioc_attach a = { .sock_fd = sock,
+				     .flags = flags,
+				     .ird = 16,
+				     .ord = 16,
+				     .pd = PD_MAIN };
 	int mss = 0, err;
 	socklen_t sl = sizeof(mss);
 
@@ -1551,6 +1564,125 @@ static void test_memlock(void)
 	      WEXITSTATUS(status));
 }
 
+/* A fresh attached pair for one violation (reception then ends at b). */
+static bool pd_pair(struct ep *a, struct ep *b)
+{
+	int sa, sb;
+
+	if (tcp_pair(&sa, &sb))
+		return false;
+	return !ep_open(a, sa, SWIW_ATTACH_CRC) &&
+	       !ep_open(b, sb, SWIW_ATTACH_CRC);
+}
+
+static bool all_zero(const uint8_t *p, size_t n)
+{
+	while (n--)
+		if (*p++)
+			return false;
+	return true;
+}
+
+/*
+ * Protection domains: a stream finds only the regions of its own PD
+ * (ATTACH's pd), in one file. Another PD's region is not associated:
+ * tagged access is a violation (the memory untouched), an RQE or txd SGE
+ * in it fails, and it cannot be invalidated.
+ */
+static void test_other_pd(void)
+{
+	size_t len = 4 * page;
+	uint8_t *src = map_anon(len, false), *dst = map_anon(len, false);
+	uint8_t *sink = map_anon(len, false);
+	uint32_t s_src = 0, s_other = 0, s_osrc = 0, s_sink = 0, s_rq = 0;
+	struct swiw_txd t = { .id = 21,
+			      .flags = SWIW_TXD_INVALIDATE | SWIW_TXD_EVENT,
+			      .hdr_len = 4 };
+	struct swiw_rxev ev = { 0 };
+	struct ep a, b;
+
+	printf("# other PD\n");
+	if (!src || !dst || !sink) {
+		CHECK(0, "setup");
+		return;
+	}
+	fill(src, len, 3);
+
+	/* RDMA Write to b's region of another PD. */
+	CHECK(pd_pair(&a, &b), "attach");
+	CHECK(!reg_mr(a.fd, src, len, 0, &s_src) &&
+		      !reg_mr_pd(b.fd, dst, len,
+				 ACC_LOCAL_WRITE | ACC_REMOTE_WRITE |
+					 ACC_REMOTE_READ,
+				 PD_OTHER, &s_other),
+	      "reg");
+	CHECK(!op_write(&a, src, 4096, s_src, s_other, (uintptr_t)dst, 1000),
+	      "write");
+	CHECK(!get_event(&b, &ev, WAIT_MS) && ev.type == SWIW_RXEV_VIOLATION &&
+		      ev.violation == SWIW_V_DDP_T_STAG_NOT_ASSOC,
+	      "write: STag not associated (type %u violation %u)", ev.type,
+	      ev.violation);
+	CHECK(all_zero(dst, len), "nothing placed in the other PD's region");
+	/* Invalidating it from this PD's stream: EPERM, it stays valid. */
+	memcpy(t.hdr, &s_other, 4);
+	CHECK(!post_txd(&b, &t) && !want_event(&b, SWIW_RXEV_SENT, &ev) &&
+		      ev.id == 21 && ev.status == EPERM,
+	      "invalidate another PD's: status %u", ev.status);
+	CHECK(!ep_detach(&a) && !ep_detach(&b), "detach");
+	ep_close(&a);
+	ep_close(&b);
+
+	/* RDMA Read from it. */
+	CHECK(pd_pair(&a, &b), "attach");
+	CHECK(!reg_mr(a.fd, sink, len, ACC_LOCAL_WRITE, &s_sink) &&
+		      !reg_mr_pd(b.fd, dst, len,
+				 ACC_LOCAL_WRITE | ACC_REMOTE_READ, PD_OTHER,
+				 &s_other),
+	      "reg");
+	CHECK(!op_read(&a, sink, s_sink, 4096, s_other, (uintptr_t)dst),
+	      "read request");
+	CHECK(!get_event(&b, &ev, WAIT_MS) && ev.type == SWIW_RXEV_VIOLATION &&
+		      ev.violation == SWIW_V_RDMAP_STAG_NOT_ASSOC,
+	      "read: STag not associated (type %u violation %u)", ev.type,
+	      ev.violation);
+	CHECK(!ep_detach(&a) && !ep_detach(&b), "detach");
+	ep_close(&a);
+	ep_close(&b);
+
+	/* A Send into an RQE whose SGE is in another PD's region. */
+	memset(dst, 0, len);
+	CHECK(pd_pair(&a, &b), "attach");
+	CHECK(!reg_mr(a.fd, src, len, 0, &s_src) &&
+		      !reg_mr_pd(b.fd, dst, len, ACC_LOCAL_WRITE, PD_OTHER,
+				 &s_rq),
+	      "reg");
+	CHECK(!post_rqe(&b, 0x55, dst, (uint32_t)len, s_rq) && !ep_doorbell(&b),
+	      "post RQE");
+	CHECK(!op_send(&a, src, 256, s_src, 1000, 0), "send");
+	CHECK(!get_event(&b, &ev, WAIT_MS) && ev.type == SWIW_RXEV_VIOLATION &&
+		      (ev.flags & SWIW_RXEV_RQE) && ev.id == 0x55,
+	      "send: the RQE fails (type %u flags 0x%x id %llu)", ev.type,
+	      ev.flags, (unsigned long long)ev.id);
+	CHECK(all_zero(dst, len), "nothing placed through the RQE");
+	CHECK(!ep_detach(&a) && !ep_detach(&b), "detach");
+	ep_close(&a);
+	ep_close(&b);
+
+	/* A txd gathering from a region of another PD is not sent. */
+	CHECK(pd_pair(&a, &b), "attach");
+	CHECK(!reg_mr_pd(a.fd, src, len, 0, PD_OTHER, &s_osrc), "reg");
+	CHECK(!op_send(&a, src, 256, s_osrc, 1000, 33) &&
+		      !want_event(&a, SWIW_RXEV_SENT, &ev) && ev.id == 33 &&
+		      ev.status == ENOENT,
+	      "gather from another PD's: status %u", ev.status);
+	CHECK(!ep_detach(&a) && !ep_detach(&b), "detach");
+	ep_close(&a);
+	ep_close(&b);
+	munmap(src, len);
+	munmap(dst, len);
+	munmap(sink, len);
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -1576,6 +1708,7 @@ int main(int argc, char **argv)
 	test_detach_rqe();
 	test_dereg_held();
 	test_invalidate();
+	test_other_pd();
 	test_stopped_owner();
 	test_killed_owner();
 	test_killed_sender();

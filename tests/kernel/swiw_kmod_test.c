@@ -243,6 +243,20 @@ static void test_reg_mr(int fd)
 	EXPECT_ERR(reg_mr(fd, buf, page, ACC_ZERO_BASED, NULL), EOPNOTSUPP);
 	EXPECT_ERR(reg_mr(fd, buf, page, ACC_ON_DEMAND, NULL), EOPNOTSUPP);
 	EXPECT_ERR(ioc(fd, SWIW_IOC_REG_MR, NULL), EFAULT);
+	{
+		/* ABI 2: any PD number; the reserved word must be 0. */
+		struct swiw_ioc_reg_mr r = { .addr = (uintptr_t)buf,
+					     .length = page,
+					     .pd = 0xffffffff,
+					     .rsvd = 1 };
+		struct swiw_ioc_dereg_mr d = { 0 };
+
+		EXPECT_ERR(ioc(fd, SWIW_IOC_REG_MR, &r), EINVAL);
+		r.rsvd = 0;
+		CHECK(!ioc(fd, SWIW_IOC_REG_MR, &r), "reg with PD 0xffffffff");
+		d.stag = r.stag;
+		CHECK(!ioc(fd, SWIW_IOC_DEREG_MR, &d), "dereg it");
+	}
 	/* Read-only argument memory: pinned, then the reply cannot land. */
 	{
 		struct swiw_ioc_reg_mr *r =
@@ -631,13 +645,9 @@ static void t_flags(struct swiw_ioc_attach *a)
 {
 	a->flags = 0x10;
 }
-static void t_rsvd0(struct swiw_ioc_attach *a)
+static void t_rsvd(struct swiw_ioc_attach *a)
 {
-	a->rsvd[0] = 1;
-}
-static void t_rsvd1(struct swiw_ioc_attach *a)
-{
-	a->rsvd[1] = 1;
+	a->rsvd = 1;
 }
 static void t_stream(struct swiw_ioc_attach *a)
 {
@@ -746,8 +756,7 @@ static void test_attach(int fd)
 	EXPECT_ERR(attach(fd, &r, lsn, NULL, NULL), ENOTCONN);
 	/* The parameters. */
 	EXPECT_ERR(attach(fd, &r, a, t_flags, NULL), EINVAL);
-	EXPECT_ERR(attach(fd, &r, a, t_rsvd0, NULL), EINVAL);
-	EXPECT_ERR(attach(fd, &r, a, t_rsvd1, NULL), EINVAL);
+	EXPECT_ERR(attach(fd, &r, a, t_rsvd, NULL), EINVAL);
 	EXPECT_ERR(attach(fd, &r, a, t_stream, NULL), EINVAL);
 	EXPECT_ERR(attach(fd, &r, a, t_ird, NULL), EINVAL);
 	EXPECT_ERR(attach(fd, &r, a, t_ord, NULL), EINVAL);

@@ -27,10 +27,16 @@ SIZE(struct swiw_txd, 152);
 OFF(struct swiw_txd, sge, 88);
 SIZE(struct swiw_rxev, 96);
 SIZE(struct swiw_ioc_version, 8);
-SIZE(struct swiw_ioc_reg_mr, 24);
+SIZE(struct swiw_ioc_reg_mr, 32);
+OFF(struct swiw_ioc_reg_mr, pd, 24);
 SIZE(struct swiw_ioc_queue, 32);
 SIZE(struct swiw_ioc_attach, 48);
+OFF(struct swiw_ioc_attach, pd, 40);
 SIZE(struct swiw_ioc_stream, 8);
+/* ABI 2 added the PD: the grown struct gives REG_MR a new number, so a
+ * provider and a module of different ABIs never mistake each other's. */
+_Static_assert(SWIW_ABI_VERSION == 2, "ABI version");
+_Static_assert(_IOC_SIZE(SWIW_IOC_REG_MR) == 32, "REG_MR carries the PD");
 _Static_assert(SWIW_OP_MAX <= 256, "opcode fits a __u8");
 
 int main(void)

@@ -994,6 +994,89 @@ static void test_solicited(void **state)
 	assert_int_equal(ibv_destroy_comp_channel(ch), 0);
 }
 
+static void to_reset(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RESET };
+
+	assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE), 0);
+}
+
+/* Empties @cq of whatever the streams' end flushed into it. */
+static void drain_cq(struct ibv_cq *cq)
+{
+	struct ibv_wc wc[16];
+
+	while (ibv_poll_cq(cq, 16, wc) > 0)
+		;
+}
+
+/*
+ * RESET, then INIT, RTR, RTS again, each QP with its own RQ: receives
+ * are taken from the ring where the QP posts them now, whatever an
+ * earlier connection consumed or left posted. Receives go in only once
+ * the new connection runs (a READ was answered), so a consumer that
+ * resumed at its old position (on a helper's ring) would find none.
+ */
+static void test_reset_reconnect(void **state)
+{
+	struct fx *f = *state;
+	struct ibv_sge ss = { (uintptr_t)f->a.src, 512, f->a.smr->lkey };
+	struct ibv_sge rs = { (uintptr_t)f->a.dst, 64, f->a.dmr->lkey };
+	struct ibv_wc wc[8];
+	int round, i;
+
+	for (round = 0; round < 2; round++) {
+		/* Three receives, one consumed, two left posted. */
+		for (i = 0; i < 3; i++)
+			post_recv(&f->b, 10 + (uint64_t)i,
+				  f->b.dst + (size_t)i * 4096, 4096);
+		fill(f->a.src, 512, 40 + (unsigned int)round);
+		post(&f->a, 1, IBV_WR_SEND, &ss, 1, IBV_SEND_SIGNALED, 0, 0, 0);
+		assert_int_equal(wait_cq(f->a.scq, wc, 1), 1);
+		check_wc(&wc[0], 1, IBV_WC_SEND, 0);
+		assert_int_equal(wait_cq(f->b.rcq, wc, 1), 1);
+		check_wc(&wc[0], 10, IBV_WC_RECV, 512);
+
+		to_reset(f->b.qp);
+		to_reset(f->a.qp);
+		usleep(100 * 1000);
+		drain_cq(f->a.scq);
+		drain_cq(f->a.rcq);
+		drain_cq(f->b.scq);
+		drain_cq(f->b.rcq);
+		assert_int_equal(verbs_to_rts(f->a.qp, f->b.qp->qp_num), 0);
+		assert_int_equal(verbs_to_rts(f->b.qp, f->a.qp->qp_num), 0);
+		/* A READ answered: b's end of the stream is running. */
+		post(&f->a, 2, IBV_WR_RDMA_READ, &rs, 1, IBV_SEND_SIGNALED,
+		     (uintptr_t)f->b.src, f->b.smr->rkey, 0);
+		assert_int_equal(wait_cq(f->a.scq, wc, 1), 1);
+		check_wc(&wc[0], 2, IBV_WC_RDMA_READ, 0);
+
+		memset(f->b.dst, 0, 4 * 4096);
+		for (i = 0; i < 3; i++)
+			post_recv(&f->b, 20 + (uint64_t)i,
+				  f->b.dst + (size_t)i * 4096, 4096);
+		for (i = 0; i < 3; i++) {
+			struct ibv_sge s = { (uintptr_t)f->a.src + (size_t)i,
+					     100 + (uint32_t)i,
+					     f->a.smr->lkey };
+
+			post(&f->a, 30 + (uint64_t)i, IBV_WR_SEND, &s, 1,
+			     IBV_SEND_SIGNALED, 0, 0, 0);
+		}
+		assert_int_equal(wait_cq(f->a.scq, wc, 3), 3);
+		for (i = 0; i < 3; i++)
+			check_wc(&wc[i], 30 + (uint64_t)i, IBV_WC_SEND, 0);
+		assert_int_equal(wait_cq(f->b.rcq, wc, 3), 3);
+		for (i = 0; i < 3; i++) {
+			check_wc(&wc[i], 20 + (uint64_t)i, IBV_WC_RECV,
+				 100 + (uint32_t)i);
+			assert_memory_equal(f->b.dst + (size_t)i * 4096,
+					    f->a.src + i, 100 + (size_t)i);
+		}
+	}
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void)
@@ -1020,6 +1103,7 @@ int main(void)
 		T(test_srq_limit),
 		T(test_cq_overflow),
 		T(test_solicited),
+		T(test_reset_reconnect),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -29,6 +29,12 @@
 
 #include <rdma/swiw-abi.h>
 
+/* mr_get, mr_invalidate: another PD's region (Linux's value; the
+ * freestanding port defines only the errnos the wire core used before). */
+#ifndef EPERM
+#define EPERM 1
+#endif
+
 /* One side's view of a ring in shared memory (see swiw-abi.h). */
 struct swiw_lower_ring {
 	u8 *base;
@@ -57,11 +63,14 @@ struct swiw_lower_mr {
 struct swiw_lower_ops {
 	/*
 	 * Finds the valid region @stag names (key included) and holds it:
-	 * 0, or -ENOENT. Regions of the stream's file (or process) only.
+	 * 0, -ENOENT, or -EPERM for a region of another PD than the
+	 * stream's (not held). Regions of the stream's file (or process)
+	 * only.
 	 */
 	int (*mr_get)(void *env, u32 stag, struct swiw_lower_mr *mr);
 	void (*mr_put)(void *env, void *handle);
-	/* Invalidates @stag: 0, -ENOENT, or -EACCES (cannot be). */
+	/* Invalidates @stag: 0, -ENOENT, -EPERM (another PD's), or
+	 * -EACCES (cannot be). */
 	int (*mr_invalidate)(void *env, u32 stag);
 	/* Copies @len octets to @addr, which the caller checked lies in
 	 * the held region. */

@@ -16,9 +16,17 @@ static int lookup_tagged(void *ctx, unsigned int opcode, u32 stag,
 {
 	struct swiw_lower *l = ctx;
 
+	int rc;
+
 	(void)opcode; /* swiw_ddp_rx_segment checks the rights it needs */
 	swiw_lower_tmr_drop(l);
-	if (l->ops->mr_get(l->env, stag, &l->tmr))
+	rc = l->ops->mr_get(l->env, stag, &l->tmr);
+	if (rc == -EPERM) {
+		/* Another PD's: found, not associated, never touched. */
+		r->associated = false;
+		return 0;
+	}
+	if (rc)
 		return -ENOENT;
 	l->tmr_held = true;
 	r->handle = &l->tmr;
@@ -270,6 +278,7 @@ static bool remote_inv(struct swiw_lower *l, u32 stag)
 		return true;
 	swiw_lower_rx_end(l, SWIW_RXEV_VIOLATION,
 			  rc == -EACCES ? SWIW_V_RDMAP_CANT_INVALIDATE_OP :
+			  rc == -EPERM	? SWIW_V_RDMAP_STAG_NOT_ASSOC :
 					  SWIW_V_RDMAP_CANT_INVALIDATE,
 			  0, NULL, 0);
 	return false;

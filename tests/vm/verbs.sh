@@ -1,0 +1,71 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# vm.verbs.kernel, the guest side: the verbs C suites (tests/verbs) with
+# engine = kernel, so every QP's data moves through swiw.ko (run.sh
+# --module): test_data (poll and thread progress), test_ex, test_robust
+# and each test_procs case, as the host runs them on the other engines.
+# The provider must really have chosen the helper (fw_ver), and the module
+# must unload clean afterwards.
+. "$(dirname "$0")/guest_lib.sh"
+
+: "${SWIW_BUILD:?SWIW_BUILD is not set (the swiw build directory)}"
+export SWIW_CONFIG=/dev/null SWIW_ENGINE=kernel
+unset SWIW_INTERFACES SWIW_LOG_LEVEL SWIW_PROGRESS
+RUN=$SWIW_BUILD/bin/swiw-run
+BIN=$SWIW_BUILD/bin
+# TCG is slow: a suite gets what its host timeout is, several times over.
+LAB_TIMEOUT=600
+
+t_setup() {
+	lab_lo_up
+	lab_modprobe swiw
+	[ -c /dev/swiw ] || lab_fail "no /dev/swiw"
+	for t in test_data test_ex test_robust test_procs; do
+		[ -x "$BIN/$t" ] || lab_fail "$BIN/$t is missing: build swiw first"
+	done
+}
+
+t_engine() {
+	local out
+
+	out=$(lab_run "$RUN" ibv_devinfo -v -d swiw_lo 2>&1) ||
+		lab_fail "ibv_devinfo: $out"
+	grep -Eq 'fw_ver:[[:space:]]+swiw [0-9.]+ kernel helper' <<<"$out" ||
+		lab_fail "fw_ver does not say kernel helper: $(grep fw_ver <<<"$out")"
+	lab_note "$(grep -E 'fw_ver' <<<"$out" | sed 's/^[[:space:]]*//')"
+}
+
+# A cmocka suite: every test must pass, none skipped.
+t_suite() {
+	local out rc
+
+	out=$(lab_run env "$@" 2>&1)
+	rc=$?
+	echo "$out"
+	[ "$rc" -eq 0 ] || lab_fail "$* exited $rc"
+	! grep -q '^\[  SKIPPED \]' <<<"$out" || lab_fail "$*: tests were skipped"
+	grep -Eq '^\[  PASSED  \] [1-9][0-9]* test' <<<"$out" ||
+		lab_fail "$*: no test passed"
+}
+
+t_unload() {
+	local refs
+
+	refs=$(cat /sys/module/swiw/refcnt)
+	[ "$refs" -eq 0 ] || lab_fail "refcnt $refs after the tests"
+	rmmod swiw || lab_fail "rmmod swiw"
+}
+
+lab_note "guest $(uname -r), $(nproc) CPUs, engine kernel"
+lab_test setup t_setup || lab_summary || exit 1
+lab_test engine t_engine
+lab_test verbs.data t_suite "$RUN" "$BIN/test_data"
+lab_test verbs.data_thread t_suite SWIW_PROGRESS=thread "$RUN" "$BIN/test_data"
+lab_test verbs.ex t_suite "$RUN" "$BIN/test_ex"
+lab_test verbs.robust t_suite "$RUN" "$BIN/test_robust"
+for t in write_read_paused peer_sigkill peer_sigkill_sender hundred_qps; do
+	lab_test "verbs.procs.$t" t_suite "$RUN" "$BIN/test_procs" "test_$t"
+done
+lab_test unload t_unload
+lab_test dmesg lab_dmesg_clean
+lab_summary
