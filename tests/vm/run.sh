@@ -6,7 +6,10 @@
 # /work/shared/LAB.md for why each step is done the way it is).
 #
 #   run.sh [--module FILE.ko]... [--timeout S] [--env NAME=VALUE]...
-#          [--mem MB] [--smp N] [--console] [--interactive] -- COMMAND...
+#          [--mem MB] [--smp N] [--console] [--interactive] [--keep DIR]
+#          -- COMMAND...
+#
+#   --keep DIR: what the guest wrote under /tmp/out/keep is copied to DIR
 #
 # Environment:
 #   SWIW_VM_CACHE  where the kernel, its module trees and the initramfs are
@@ -40,6 +43,7 @@ MEM=2048
 SMP=2
 CONSOLE=0
 INTERACTIVE=0
+KEEP_DIR=''
 while [ $# -gt 0 ]; do
 	case $1 in
 	--module)
@@ -70,6 +74,11 @@ while [ $# -gt 0 ]; do
 	--console)
 		CONSOLE=1
 		shift
+		;;
+	--keep)
+		[ $# -ge 2 ] && [ -d "$2" ] || usage
+		KEEP_DIR=$2
+		shift 2
 		;;
 	-i | --interactive)
 		INTERACTIVE=1
@@ -399,6 +408,9 @@ else
 	CPID=''
 fi
 took=$((SECONDS - start))
+if [ -n "$KEEP_DIR" ] && [ -d "$OUT/keep" ]; then
+	cp -r "$OUT/keep/." "$KEEP_DIR/" || die "cannot copy the guest's files to $KEEP_DIR"
+fi
 
 console_tail() {
 	[ "$CONSOLE" -eq 0 ] && [ -s "$RUN/console" ] || return 0
