@@ -81,7 +81,7 @@ for s in $BW_SIZES; do
 	printf '%10s %12s %14s %12s %10s\n' "$s" "${fig[bw,inprocess,$s]}" \
 		"${fig[bw,kernel,$s]}" "${fig[bw,tcp,$s]}" \
 		"$(awk -v a="${fig[bw,kernel,$s]}" -v b="${fig[bw,tcp,$s]}" \
-			'BEGIN { printf "%.2fx", b > 0 ? a / b : 0 }')"
+			'BEGIN { printf "%.2fx", (b > 0 ? a / b : 0) }')"
 done
 echo "ib_read_lat, t_typical [usec] (TCP: a round trip)"
 printf '%10s %12s %14s %12s %10s\n' size in-process kernel-helper TCP kernel/TCP
@@ -89,6 +89,6 @@ for s in $LAT_SIZES; do
 	printf '%10s %12s %14s %12s %10s\n' "$s" "${fig[lat,inprocess,$s]}" \
 		"${fig[lat,kernel,$s]}" "${fig[lat,tcp,$s]}" \
 		"$(awk -v a="${fig[lat,kernel,$s]}" -v b="${fig[lat,tcp,$s]}" \
-			'BEGIN { printf "%.2fx", b > 0 ? a / b : 0 }')"
+			'BEGIN { printf "%.2fx", (b > 0 ? a / b : 0) }')"
 done
 rmmod swiw || lab_fail "rmmod swiw"
