@@ -57,6 +57,22 @@ static int lookup_tagged(void *ctx, unsigned int opcode, u32 stag,
  * fewer WRs than the limit are left, and is disarmed (limit 0). Counting
  * only up to the limit keeps this cheap and needs no producer index.
  */
+/*
+ * @avail receive WRs wait in the SRQ of @s, armed at @limit: below it the
+ * limit event fires, once (whoever clears the arm first raises it).
+ */
+void swiw_srq_limit_fire(struct swiw_stream *s, uint32_t limit, uint32_t avail)
+{
+	struct swiw_srq *srq = s->qp->srq;
+
+	if (avail >= limit ||
+	    !__atomic_compare_exchange_n(&srq->limit, &limit, 0, false,
+					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		return;
+	swiw_post_async(to_swiw_ctx(s->qp->vqp.qp.context),
+			IBV_EVENT_SRQ_LIMIT_REACHED, (uintptr_t)&srq->vsrq.srq);
+}
+
 static void srq_limit_check(struct swiw_stream *s)
 {
 	struct swiw_srq *srq = s->qp->srq;
@@ -70,12 +86,7 @@ static void srq_limit_check(struct swiw_stream *s)
 		if (!(swiw_ring_load_flags(r, swiw_ring_slot(r, r->pos + n)) &
 		      SWIW_SLOT_VALID))
 			break;
-	if (n >= limit ||
-	    !__atomic_compare_exchange_n(&srq->limit, &limit, 0, false,
-					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-		return;
-	swiw_post_async(to_swiw_ctx(s->qp->vqp.qp.context),
-			IBV_EVENT_SRQ_LIMIT_REACHED, (uintptr_t)&srq->vsrq.srq);
+	swiw_srq_limit_fire(s, limit, n);
 }
 
 /* Takes the next receive WR for message @msn and checks its SGEs. */

@@ -245,6 +245,7 @@ int swiw_tx_msg_start(struct swiw_stream *s, const struct swiw_rdmap_msg *m);
 
 /* swiw_qp_rx.c: receives what the socket holds */
 void swiw_rx_pump(struct swiw_stream *s);
+void swiw_srq_limit_fire(struct swiw_stream *s, uint32_t limit, uint32_t avail);
 extern const struct swiw_ddp_mem_ops swiw_rx_mem_ops;
 
 /* How a Send with Invalidate's STag reaches the provider's table. */

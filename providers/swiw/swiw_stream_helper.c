@@ -194,12 +194,7 @@ static void srq_limit(struct swiw_stream *s)
 		      SWIW_SLOT_VALID))
 			break;
 	pthread_spin_unlock(&srq->rq.lock);
-	if (n >= limit ||
-	    !__atomic_compare_exchange_n(&srq->limit, &limit, 0, false,
-					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-		return;
-	swiw_post_async(to_swiw_ctx(s->qp->vqp.qp.context),
-			IBV_EVENT_SRQ_LIMIT_REACHED, (uintptr_t)&srq->vsrq.srq);
+	swiw_srq_limit_fire(s, limit, n);
 }
 
 static void ev_sent(struct swiw_stream *s, const struct swiw_rxev *e)

@@ -45,13 +45,7 @@
 
 #include "swiw_ddp.h"
 #include "swiw_fpdu.h"
-
-enum {
-	ACC_LOCAL_WRITE = 1 << 0,
-	ACC_REMOTE_WRITE = 1 << 1,
-	ACC_REMOTE_READ = 1 << 2,
-	ACC_REMOTE_ATOMIC = 1 << 3,
-};
+#include "ktest.h"
 
 #define RING_NUM 64
 #define RQ_STRIDE (SWIW_RQE_HDR_SIZE + 4 * sizeof(struct swiw_sge))
@@ -59,28 +53,9 @@ enum {
 #define RXEV_STRIDE ((sizeof(struct swiw_rxev) + 15) / 16 * 16)
 #define WAIT_MS 5000
 
-static const char *dev_path = "/dev/swiw";
 /* FPDU octets send_msg() queued (without markers), for plain peers. */
 static uint64_t wire_octets;
 static long page;
-static int passed, failed;
-
-#define CHECK(cond, ...)                                                    \
-	do {                                                                \
-		if (cond) {                                                 \
-			passed++;                                           \
-		} else {                                                    \
-			failed++;                                           \
-			printf("FAIL %s:%d: ", __func__, __LINE__);         \
-			printf(__VA_ARGS__);                                \
-			printf(" (errno %d %s)\n", errno, strerror(errno)); \
-		}                                                           \
-	} while (0)
-
-static int ioc(int fd, unsigned long cmd, void *arg)
-{
-	return ioctl(fd, cmd, arg) ? errno : 0;
-}
 
 static long now_ms(void)
 {
@@ -112,17 +87,6 @@ struct ep {
 	uint32_t drained; /* events taken since the last doorbell */
 	uint32_t mulpdu;
 };
-
-static int open_dev(void)
-{
-	int fd = open(dev_path, O_RDWR | O_CLOEXEC);
-
-	if (fd < 0) {
-		printf("FAIL: open %s: %s\n", dev_path, strerror(errno));
-		exit(1);
-	}
-	return fd;
-}
 
 static int make_ring(int fd, uint32_t kind, uint32_t stride, struct ring *r)
 {
@@ -168,13 +132,6 @@ static int reg_mr(int fd, void *addr, uint64_t len, uint32_t access,
 		  uint32_t *stag)
 {
 	return reg_mr_pd(fd, addr, len, access, PD_MAIN, stag);
-}
-
-static int dereg_mr(int fd, uint32_t stag)
-{
-	struct swiw_ioc_dereg_mr d = { .stag = stag };
-
-	return ioc(fd, SWIW_IOC_DEREG_MR, &d);
 }
 
 /* Opens a file, makes the rings and attaches @sock: 0 or an errno. */
@@ -560,7 +517,6 @@ static int recv_wait(struct ep *e, uint64_t id, uint32_t *len)
 
 /* --- tests ---------------------------------------------------------- */
 
-static long vm_pin_kb(void);
 static bool settles(long (*fn)(void), long want);
 
 /* SEND, WRITE, READ and atomics between two attached ends. */
@@ -1276,19 +1232,6 @@ static long pins(void)
 	return acq < 0 || rel < 0 ? -1 : acq - rel;
 }
 
-static long module_refcnt(void)
-{
-	long n = -1;
-	FILE *f = fopen("/sys/module/swiw/refcnt", "re");
-
-	if (f) {
-		if (fscanf(f, "%ld", &n) != 1)
-			n = -1;
-		fclose(f);
-	}
-	return n;
-}
-
 /* Polls @fn until it returns @want, for up to 5 s. */
 static bool settles(long (*fn)(void), long want)
 {
@@ -1473,34 +1416,6 @@ static void test_killed_sender(void)
 	close(pfd[0]);
 	munmap(dst, len);
 	munmap(src, len);
-}
-
-static int drop_ipc_lock(void)
-{
-	struct __user_cap_header_struct h = {
-		.version = _LINUX_CAPABILITY_VERSION_3
-	};
-	struct __user_cap_data_struct d[2];
-
-	if (syscall(SYS_capget, &h, d))
-		return -1;
-	d[CAP_IPC_LOCK / 32].effective &= ~(1U << (CAP_IPC_LOCK % 32));
-	return (int)syscall(SYS_capset, &h, d);
-}
-
-static long vm_pin_kb(void)
-{
-	char line[256];
-	long kb = -1;
-	FILE *f = fopen("/proc/self/status", "re");
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmPin: %ld kB", &kb) == 1)
-			break;
-	fclose(f);
-	return kb;
 }
 
 /*

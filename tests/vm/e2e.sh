@@ -29,18 +29,11 @@ t_setup() {
 
 # The engine the provider runs is the one asked for, as fw_ver says.
 t_engine() {
-	local out want
-
 	case "${SWIW_ENGINE:-auto}" in
-	kernel) want='kernel helper' ;;
-	ring) want='ring' ;;
-	*) want='in-process' ;;
+	kernel) lab_swiw_engine 'kernel helper' ;;
+	ring) lab_swiw_engine ring ;;
+	*) lab_swiw_engine in-process ;;
 	esac
-	out=$(lab_run "$SWIW_BUILD/bin/swiw-run" ibv_devinfo -v -d swiw_lo 2>&1) ||
-		lab_fail "ibv_devinfo: $out"
-	grep -Eq "fw_ver:[[:space:]]+swiw [0-9.]+ $want" <<<"$out" ||
-		lab_fail "fw_ver does not say $want: $(grep fw_ver <<<"$out")"
-	lab_note "$(grep -E 'fw_ver' <<<"$out" | sed 's/^[[:space:]]*//')"
 }
 
 t_script() {
@@ -48,12 +41,7 @@ t_script() {
 }
 
 t_unload() {
-	local refs
-
-	[ "${SWIW_ENGINE:-}" = kernel ] || return 0
-	refs=$(cat /sys/module/swiw/refcnt)
-	[ "$refs" -eq 0 ] || lab_fail "refcnt $refs after the tests"
-	rmmod swiw || lab_fail "rmmod swiw"
+	[ "${SWIW_ENGINE:-}" != kernel ] || lab_swiw_unload
 }
 
 lab_note "guest $(uname -r), $(nproc) CPUs, engine ${SWIW_ENGINE:-auto}"

@@ -141,3 +141,27 @@ lab_dmesg_clean() {
 	bad=$(dmesg | grep -E '\<BUG\>|WARNING:|Oops|general protection fault|Call Trace')
 	[ -z "$bad" ] || lab_fail "kernel log: $bad"
 }
+
+# --- swiw ----------------------------------------------------------------
+# lab_swiw_unload: no process holds swiw.ko any more, it unloads, and its
+# device goes with it.
+lab_swiw_unload() {
+	local refs
+
+	refs=$(cat /sys/module/swiw/refcnt)
+	[ "$refs" -eq 0 ] || lab_fail "refcnt $refs after the tests"
+	rmmod swiw || lab_fail "rmmod swiw"
+	[ ! -e /dev/swiw ] || lab_fail "/dev/swiw left behind"
+}
+
+# lab_swiw_engine WANT: swiw-run ibv_devinfo -v names the engine WANT
+# (in-process, ring, kernel helper) in fw_ver.
+lab_swiw_engine() {
+	local out
+
+	out=$(lab_run "$SWIW_BUILD/bin/swiw-run" ibv_devinfo -v -d swiw_lo 2>&1) ||
+		lab_fail "ibv_devinfo: $out"
+	grep -Eq "fw_ver:[[:space:]]+swiw [0-9.]+ $1" <<<"$out" ||
+		lab_fail "fw_ver does not say $1: $(grep fw_ver <<<"$out")"
+	lab_note "$(grep -E 'fw_ver' <<<"$out" | sed 's/^[[:space:]]*//')"
+}

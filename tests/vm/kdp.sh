@@ -20,18 +20,10 @@ t_datapath() {
 	LAB_TIMEOUT=240 lab_run "$TEST" || lab_fail "swiw_kdp_test"
 }
 
-t_unload() {
-	local refs
-
-	refs=$(cat /sys/module/swiw/refcnt)
-	[ "$refs" -eq 0 ] || lab_fail "refcnt $refs after the tests"
-	rmmod swiw || lab_fail "rmmod swiw"
-	[ ! -e /dev/swiw ] || lab_fail "/dev/swiw left behind"
-}
 
 lab_note "guest $(uname -r), swiw.ko from the lab's module tree"
 lab_test kdp.load t_load
 lab_test kdp.datapath t_datapath
-lab_test kdp.unload t_unload
+lab_test kdp.unload lab_swiw_unload
 lab_test dmesg lab_dmesg_clean
 lab_summary

@@ -25,16 +25,6 @@ t_setup() {
 	done
 }
 
-t_engine() {
-	local out
-
-	out=$(lab_run "$RUN" ibv_devinfo -v -d swiw_lo 2>&1) ||
-		lab_fail "ibv_devinfo: $out"
-	grep -Eq 'fw_ver:[[:space:]]+swiw [0-9.]+ kernel helper' <<<"$out" ||
-		lab_fail "fw_ver does not say kernel helper: $(grep fw_ver <<<"$out")"
-	lab_note "$(grep -E 'fw_ver' <<<"$out" | sed 's/^[[:space:]]*//')"
-}
-
 # A cmocka suite: every test must pass, none skipped.
 t_suite() {
 	local out rc
@@ -48,17 +38,9 @@ t_suite() {
 		lab_fail "$*: no test passed"
 }
 
-t_unload() {
-	local refs
-
-	refs=$(cat /sys/module/swiw/refcnt)
-	[ "$refs" -eq 0 ] || lab_fail "refcnt $refs after the tests"
-	rmmod swiw || lab_fail "rmmod swiw"
-}
-
 lab_note "guest $(uname -r), $(nproc) CPUs, engine kernel"
 lab_test setup t_setup || lab_summary || exit 1
-lab_test engine t_engine
+lab_test engine lab_swiw_engine "kernel helper"
 lab_test verbs.data t_suite "$RUN" "$BIN/test_data"
 lab_test verbs.data_thread t_suite SWIW_PROGRESS=thread "$RUN" "$BIN/test_data"
 lab_test verbs.ex t_suite "$RUN" "$BIN/test_ex"
@@ -66,6 +48,6 @@ lab_test verbs.robust t_suite "$RUN" "$BIN/test_robust"
 for t in write_read_paused peer_sigkill peer_sigkill_sender hundred_qps; do
 	lab_test "verbs.procs.$t" t_suite "$RUN" "$BIN/test_procs" "test_$t"
 done
-lab_test unload t_unload
+lab_test unload lab_swiw_unload
 lab_test dmesg lab_dmesg_clean
 lab_summary
