@@ -97,6 +97,15 @@ capture_stop() {
 		fail "mergecap"
 }
 
+# pingpong SIZE: ibv_rc_pingpong with -c, which checks every message's
+# contents on both sides (and only says so on stderr).
+pingpong() {
+	pair ibv_rc_pingpong '^[0-9]+ bytes in [0-9.]+ seconds' -g 0 -n 100 -s "$1" -c
+	err_lacks 'invalid data'
+	! grep -q 'invalid data' "$T_TMP/srv.err" ||
+		fail "ibv_rc_pingpong server: $(grep -m1 'invalid data' "$T_TMP/srv.err")"
+}
+
 # one CRC_S MARKERS_S CRC_C MARKERS_C [small]: server and client ask for
 # these (yes|no). "small": only ibv_rc_pingpong with messages that fit one
 # FPDU, one TCP segment each (Wireshark's MPA dissector reads markers only
@@ -112,9 +121,9 @@ one() {
 	export PAIR_SENV="SWIW_MPA_CRC=$cs SWIW_MPA_MARKERS=$ms ${SWIW_CAPTURE_SERVER_ENV:-}"
 	export PAIR_CENV="SWIW_MPA_CRC=$cc SWIW_MPA_MARKERS=$mc ${SWIW_CAPTURE_CLIENT_ENV:-}"
 	if [ -n "$small" ]; then
-		pair ibv_rc_pingpong '^[0-9]+ bytes in [0-9.]+ seconds' -g 0 -n 100 -s 1000
+		pingpong 1000
 	else
-		pair ibv_rc_pingpong '^[0-9]+ bytes in [0-9.]+ seconds' -g 0 -n 100 -s 3000
+		pingpong 3000
 		pair ib_write_bw "$BW" -x 0 -n 50 -s 65536
 		pair ib_read_bw "$BW" -x 0 -n 30 -s 100000
 	fi
