@@ -104,6 +104,7 @@ static void r_queue_free(struct swiw_bqueue *q)
 }
 
 /* Streams: the lower half on the engine thread ---------------------------- */
+#define RING_RX_READS 4 /* per call of ring_rx() */
 #define RING_STAGE (256 * 1024)
 
 struct ring_stream {
@@ -262,9 +263,16 @@ static const struct swiw_lower_ops ring_ops = {
 	.wake = r_wake,
 };
 
-/* Feeds what the socket holds, keeping what a stalled lower half left. */
+/*
+ * Feeds what the socket holds, keeping what a stalled lower half left;
+ * at most RING_RX_READS stage-fulls a call, so that under a steady
+ * stream the upper half drains the events (completions) in between: the
+ * socket stays readable, and level-triggered epoll comes back at once.
+ */
 static void ring_rx(struct ring_stream *rs)
 {
+	unsigned int reads = 0;
+
 	for (;;) {
 		size_t used = 0;
 		ssize_t n;
@@ -279,7 +287,7 @@ static void ring_rx(struct ring_stream *rs)
 				return; /* stalled or ended */
 			continue;
 		}
-		if (swiw_lower_stalled(&rs->l))
+		if (swiw_lower_stalled(&rs->l) || reads++ == RING_RX_READS)
 			return;
 		n = recv(rs->fd, rs->stage, RING_STAGE, MSG_DONTWAIT);
 		if (n > 0) {

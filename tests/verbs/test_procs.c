@@ -187,10 +187,18 @@ static int child_main(struct fx *f, enum child_mode mode)
 
 		if (xfer(f->sock, &ok, 1, false))
 			return 15;
-		for (i = 0; i < CH_SENDS; i++)
+		/*
+		 * In bursts of 10 MiB, 20 ms apart: the whole stream takes
+		 * 400 ms at least, however fast the engines are, so the kill
+		 * the parent sends at its first completion lands in it.
+		 */
+		for (i = 0; i < CH_SENDS; i++) {
 			if (rt_post(f->qp[0], (uint64_t)i, IBV_WR_SEND, &sge,
 				    IBV_SEND_SIGNALED, 0, 0))
 				return 16;
+			if (i % 10 == 9)
+				usleep(20000);
+		}
 	}
 	if (mode != CH_MANY) {
 		for (;;)
