@@ -133,10 +133,11 @@ SWIW_EXPORT void rdma_destroy_event_channel(struct rdma_event_channel *ch)
 
 /* Events -------------------------------------------------------------------- */
 
-/* Under ev_lock: one more event on @id's channel. */
+/* Under ev_lock: one more event on its owner's channel (a request's
+ * goes to the listener's). */
 static void queue_locked(struct cma_event *e)
 {
-	struct cma_chan *c = to_chan(e->ev.id->channel);
+	struct cma_chan *c = to_chan(e->owner->id.channel);
 	uint64_t one = 1;
 
 	e->next = NULL;
