@@ -35,14 +35,14 @@ cm_pair() {
 	SRV_OUT=$(cat "$T_TMP/srv.out")
 }
 
-# rping_pair ADDR: 100 verbose pings; the client must print exactly 100
+# rping_pair ADDR [OPTION]: 100 verbose pings (OPTION, e.g. -q, to both); the client must print exactly 100
 # well-formed lines, rdma-ping-0 to -99, each with its rotating pattern.
 rping_pair() {
-	local addr=$1 bad
+	local addr=$1 opt=("${@:2}") bad
 
 	PORT=$((10000 + RANDOM % 20000))
-	cm_pair rping rping -s -a "$addr" -p "$PORT" -v -C 100 -- \
-		rping -c -a "$addr" -p "$PORT" -v -C 100
+	cm_pair rping rping -s "${opt[@]}" -a "$addr" -p "$PORT" -v -C 100 -- \
+		rping -c "${opt[@]}" -a "$addr" -p "$PORT" -v -C 100
 	assert_count "$OUT" '^ping data: rdma-ping-[0-9]+: ' 100 "rping -c"
 	bad=$(printf '%s\n' "$OUT" | grep '^ping data: ' | awk '
 		{
@@ -55,7 +55,7 @@ rping_pair() {
 		}')
 	[ -z "$bad" ] || fail_last "rping -c: malformed ping data: $bad"
 	assert_count "$SRV_OUT" '^server ping data: rdma-ping-' 100 "rping -s"
-	pass "rping -c -a $addr -C 100 -v: 100 well-formed pings"
+	pass "rping ${opt[*]} -c -a $addr -C 100 -v: 100 well-formed pings"
 }
 
 # cm_perftest PROG REPORT ARGS...: perftest with -R (rdma_cm); the pair

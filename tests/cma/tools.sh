@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # The distribution's librdmacm programs over swiw_lo through swiw's
-# rdma_cm: rping, perftest -R (send, write, read bandwidth, send
+# rdma_cm: rping (also -q and IPv6), perftest -R (send, write, read bandwidth, send
 # latency), ucmatose, rdma_server/rdma_client.
 . "$(dirname "$0")/../e2e/lib.sh"
 
@@ -10,6 +10,9 @@ need_cmd rping ucmatose rdma_server rdma_client ib_send_bw ib_write_bw \
 . "$(dirname "$0")/cma_lib.sh"
 
 rping_pair 127.0.0.1
+# Its own QP, walked through INIT/RTR/RTS with rdma_init_qp_attr.
+rping_pair 127.0.0.1 -q
+rping_pair ::1
 cm_perftest ib_send_bw "$BW" -n 200
 cm_perftest ib_write_bw "$BW" -n 200
 cm_perftest ib_read_bw "$BW" -n 200
