@@ -30,8 +30,12 @@ struct cma_pend {
 	struct cma_pend *next;
 };
 
+/* Connections whose Request may still come, at most: more are closed. */
+#define CMA_PEND_MAX 1024
+
 static int cm_epfd = -1;
 static struct cma_pend *pends; /* under cma_lock */
+static unsigned int npends;
 
 /* Under cma_lock: ids in the epoll set (listening or connecting). */
 static struct cma_id *watched[256];
@@ -50,6 +54,7 @@ static void pend_close(struct cma_pend *p)
 	epoll_ctl(cm_epfd, EPOLL_CTL_DEL, p->fd, NULL);
 	close(p->fd);
 	free(p);
+	npends--;
 }
 
 /* The CM's parameters, from conn_param, librdmacm's defaults and checks. */
@@ -224,6 +229,7 @@ static void pend_read(struct cma_pend *p)
 				break;
 			}
 		free(p);
+		npends--;
 	}
 	/* Our IRD must cover the peer's ORD, our ORD fit its IRD. */
 	cp.responder_resources = req.peer_ord == 0x3fff ? d->max_ird :
@@ -248,6 +254,10 @@ static void listener_ready(struct cma_id *lis)
 
 		if (fd < 0)
 			return;
+		if (npends >= CMA_PEND_MAX) {
+			close(fd); /* a flood: the initiator sees a reset */
+			continue;
+		}
 		p = calloc(1, sizeof(*p));
 		if (!p) {
 			close(fd);
@@ -264,6 +274,7 @@ static void listener_ready(struct cma_id *lis)
 		}
 		p->next = pends;
 		pends = p;
+		npends++;
 	}
 }
 
