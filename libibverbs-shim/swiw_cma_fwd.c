@@ -100,9 +100,14 @@ void cma_fwd_sync(struct cma_id *id)
 	id->id.qp_type = r->qp_type;
 }
 
-/* One real event, as ours; under cma_lock. */
-static void translate(struct cma_chan *c, const struct rdma_cm_event *rev,
-		      struct cma_fwd_ref *ref, struct cma_fwd_ref *lref)
+/*
+ * One real event, as ours; under cma_lock. A request nobody can take is
+ * rejected, and its real id returned, to be destroyed after the ack
+ * (librdmacm counts the event against it).
+ */
+static struct rdma_cm_id *translate(const struct rdma_cm_event *rev,
+				    struct cma_fwd_ref *ref,
+				    struct cma_fwd_ref *lref)
 {
 	struct cma_id *w = ref ? ref->w : NULL, *owner;
 	struct cma_event *e;
@@ -114,8 +119,7 @@ static void translate(struct cma_chan *c, const struct rdma_cm_event *rev,
 		if (!lis) {
 			/* Nobody listens any more: refuse it. */
 			cma_real()->reject(rev->id, NULL, 0);
-			cma_real()->destroy_id(rev->id);
-			return;
+			return rev->id;
 		}
 		nref = calloc(1, sizeof(*nref));
 		w = nref ? cma_id_new(lis->sync ? NULL : lis->id.channel,
@@ -124,8 +128,7 @@ static void translate(struct cma_chan *c, const struct rdma_cm_event *rev,
 		if (!w) {
 			free(nref);
 			cma_real()->reject(rev->id, NULL, 0);
-			cma_real()->destroy_id(rev->id);
-			return;
+			return rev->id;
 		}
 		nref->w = w;
 		w->real = rev->id;
@@ -137,14 +140,14 @@ static void translate(struct cma_chan *c, const struct rdma_cm_event *rev,
 		owner = lis;
 	} else {
 		if (!w)
-			return; /* its id is being destroyed */
+			return NULL; /* its id is being destroyed */
 		cma_fwd_sync(w);
 		owner = w;
 	}
 	e = calloc(1, sizeof(*e));
 	if (!e) {
 		cma_log("no memory for a %s event", rdma_event_str(rev->event));
-		return;
+		return NULL;
 	}
 	e->ev = *rev;
 	e->ev.id = &w->id;
@@ -156,8 +159,8 @@ static void translate(struct cma_chan *c, const struct rdma_cm_event *rev,
 		       rev->param.conn.private_data_len);
 		e->ev.param.conn.private_data = e->pd;
 	}
-	(void)c;
 	cma_queue_event(e);
+	return NULL;
 }
 
 static void *fwd_main(void *arg)
@@ -172,6 +175,7 @@ static void *fwd_main(void *arg)
 		};
 		struct rdma_cm_event *rev;
 		struct cma_fwd_ref *ref, *lref = NULL;
+		struct rdma_cm_id *drop;
 
 		if (poll(p, 2, -1) < 0 && errno != EINTR)
 			break;
@@ -183,9 +187,11 @@ static void *fwd_main(void *arg)
 		if (rev->event == RDMA_CM_EVENT_CONNECT_REQUEST)
 			lref = rev->listen_id ? rev->listen_id->context : NULL;
 		pthread_mutex_lock(&cma_lock);
-		translate(c, rev, ref, lref);
+		drop = translate(rev, ref, lref);
 		pthread_mutex_unlock(&cma_lock);
 		rl->ack_cm_event(rev);
+		if (drop)
+			rl->destroy_id(drop);
 	}
 	return NULL;
 }
