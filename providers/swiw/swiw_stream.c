@@ -399,6 +399,18 @@ static void mpa_fail(struct swiw_stream *s)
 {
 	const struct swiw_mpa_outcome *o = swiw_mpa_outcome(&s->mpa);
 
+	/*
+	 * The machine wants a TERMINATE (e.g. an initiator refusing the
+	 * Reply's RTR choice): FPDU mode began with the Reply, so frame it
+	 * with the terms the Reply set, as siw does in the same place.
+	 */
+	if (o->send_term && !s->fpdu_setup) {
+		s->ftx.pos = 0;
+		s->ftx.markers = o->markers_tx;
+		s->ftx.crc = o->crc;
+		s->mpa_phase = false;
+		s->fpdu_setup = true;
+	}
 	swiw_stream_fail(s, o->send_term ? o->violation : SWIW_V_NONE, NULL, 0,
 			 -1, IBV_EVENT_QP_FATAL);
 }
