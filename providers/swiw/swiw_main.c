@@ -19,6 +19,13 @@ static bool swiw_match_device(struct verbs_sysfs_dev *sysfs_dev)
 	return false;
 }
 
+/*
+ * Only the sentinel: libibverbs 44 walks a provider's table for every
+ * kernel device it scans (a NULL one crashed swiw-run rping as soon as
+ * siw0 existed), and an empty one matches nothing.
+ */
+static const struct verbs_match_ent swiw_match_table[] = { {} };
+
 static struct verbs_device *swiw_alloc_device(struct verbs_sysfs_dev *sysfs)
 {
 	(void)sysfs;
@@ -68,6 +75,7 @@ const struct verbs_device_ops swiw_dev_ops = {
 	.name = "swiw",
 	.match_min_abi_version = 0,
 	.match_max_abi_version = UINT32_MAX,
+	.match_table = swiw_match_table,
 	.match_device = swiw_match_device,
 	.alloc_context = swiw_alloc_context,
 	.alloc_device = swiw_alloc_device,
