@@ -23,6 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "swiw_cma.h"
 #include "swiw_shim.h"
 #include "verbs_abi.h"
 
@@ -44,7 +45,7 @@ static __thread int hide_swiw;
  * their libraries that way) and so is outside the global scope, the one in
  * the already loaded libibverbs.so.1 itself.
  */
-static void *real_sym(const char *name, const char *version)
+void *swiw_real_sym(const char *name, const char *version)
 {
 	static void *verbs;
 	void *p = dlvsym(RTLD_NEXT, name, version);
@@ -64,7 +65,7 @@ static void *real_sym(const char *name, const char *version)
 #define REAL(name, version)                   \
 	static __typeof__(name) *real_##name; \
 	if (!real_##name)                     \
-	real_##name = (__typeof__(name) *)real_sym(#name, version)
+	real_##name = (__typeof__(name) *)swiw_real_sym(#name, version)
 
 static void *open_provider(void)
 {
@@ -102,8 +103,8 @@ static void shim_init(void)
 	char why[PATH_MAX + 128];
 	void *h;
 
-	if (swiw_verbs_abi_check(real_sym("_verbs_init_and_alloc_context",
-					  SWIW_VERBS_PABI),
+	if (swiw_verbs_abi_check(swiw_real_sym("_verbs_init_and_alloc_context",
+					       SWIW_VERBS_PABI),
 				 why, sizeof(why))) {
 		fprintf(stderr, "swiw: %s; swiw devices are disabled\n", why);
 		return;
@@ -135,6 +136,17 @@ static bool swiw_on(void)
 static bool is_swiw_dev(struct ibv_device *dev)
 {
 	return dev && swiw_on() && swiw_verbs_device(dev)->ops == swiw->dev_ops;
+}
+
+/* For the CM (swiw_cma*.c): the provider's table, or NULL. */
+const struct swiw_shim_iface *swiw_shim(void)
+{
+	return swiw_on() ? swiw : NULL;
+}
+
+bool swiw_shim_is_dev(struct ibv_device *dev)
+{
+	return is_swiw_dev(dev);
 }
 
 static bool is_swiw_ctx(struct ibv_context *ctx)

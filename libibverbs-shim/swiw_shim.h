@@ -15,8 +15,53 @@
 
 #include "verbs_abi.h"
 
-#define SWIW_SHIM_IFACE_VERSION 1
+/* 2: the connection manager hooks (swiw_cm_*) were added at the end. */
+#define SWIW_SHIM_IFACE_VERSION 2
 #define SWIW_SHIM_IFACE_SYMBOL "swiw_shim_iface"
+
+/*
+ * What the engine reports about a QP that the CM connects. Callbacks run in
+ * the engine under its lock: the receiver only queues the event.
+ */
+enum swiw_cm_ev {
+	SWIW_CM_ESTABLISHED = 1, /* ird/ord agreed; initiator: Reply's pd */
+	SWIW_CM_REJECTED, /* a reject Reply (pd) or a reset: status */
+	SWIW_CM_UNREACHABLE, /* the MPA peer did not answer in time */
+	SWIW_CM_CONNECT_ERROR, /* MPA failed: status */
+	SWIW_CM_DISCONNECTED, /* the stream ended after establishment */
+};
+
+#define SWIW_CM_PD_MAX 256
+
+struct swiw_cm_event {
+	int type; /* enum swiw_cm_ev */
+	int status; /* 0 or a negative errno, as the kernel's iw_cm */
+	uint16_t ird, ord;
+	uint16_t pd_len;
+	uint8_t pd[SWIW_CM_PD_MAX];
+};
+
+typedef void (*swiw_cm_cb)(void *arg, const struct swiw_cm_event *ev);
+
+/* A TCP connection handed to a QP for MPA (swiw_cm.c). */
+struct swiw_cm_params {
+	int responder; /* 0: send the Request; 1: answer @req */
+	const void *pd; /* ours: Request or Reply private data */
+	uint16_t pd_len;
+	uint16_t ird, ord; /* responder_resources, initiator_depth */
+	const void *req; /* responder: the whole Request frame read */
+	uint16_t req_len;
+	swiw_cm_cb cb;
+	void *arg; /* also the key of cm_forget/cm_disconnect */
+};
+
+/* A Request parsed by cm_parse_request. */
+struct swiw_cm_req {
+	uint16_t frame_len; /* octets of the buffer that are the Request */
+	uint16_t pd_len; /* private data, without the RFC 6581 word */
+	uint16_t peer_ird, peer_ord; /* 0x3FFF: not negotiated */
+	uint8_t pd[SWIW_CM_PD_MAX];
+};
 
 struct swiw_shim_iface {
 	uint32_t version;
@@ -45,6 +90,26 @@ struct swiw_shim_iface {
 
 	struct ibv_comp_channel *(*create_comp_channel)(struct ibv_context *ctx);
 	int (*destroy_comp_channel)(struct ibv_comp_channel *ch);
+
+	/* Version 2: connection management (swiw_cm.c). */
+	/* Positive errno; on success the engine owns @fd. */
+	int (*cm_attach)(struct ibv_qp *qp, int fd,
+			 const struct swiw_cm_params *p);
+	/* 0: @out holds a whole Request; EAGAIN: more bytes; EPROTO. */
+	int (*cm_parse_request)(const void *buf, size_t len,
+				struct swiw_cm_req *out);
+	/* A reject Reply with @pd for the Request @req, sent on @fd. */
+	int (*cm_reject)(int fd, const void *req, size_t req_len,
+			 const void *pd, uint16_t pd_len);
+	/* The stream of @arg ends (DISCONNECTED follows); ENOTCONN if none. */
+	int (*cm_disconnect)(void *arg);
+	/* No callback for @arg from now on. */
+	void (*cm_forget)(void *arg);
+	struct ibv_qp *(*qp_lookup)(struct ibv_context *ctx, uint32_t qpn);
+	/* QPs of @ctx, or @qp, are connected by the CM: modify_qp to RTR
+	 * without AV and DEST_QPN is a plain state change. */
+	void (*cm_mark_ctx)(struct ibv_context *ctx);
+	void (*cm_mark_qp)(struct ibv_qp *qp);
 };
 
 typedef const struct swiw_shim_iface *(*swiw_shim_iface_fn)(void);

@@ -56,6 +56,7 @@ struct swiw_context {
 	bool port_active; /* last state reported, under the event lock */
 	atomic_uint npd, nmr, ncq, nqp, nsrq; /* objects held, vs the limits */
 	struct swiw_context *next_open; /* event monitor list */
+	bool cm; /* opened by the CM: its QPs are CM-managed */
 };
 
 struct swiw_pd {
@@ -154,6 +155,9 @@ struct swiw_qp {
 	bool dialing; /* initiator: dial in progress */
 	bool conn_wait; /* responder: waiting for the hand-over */
 	struct swiw_qpx *qpx; /* ibv_qp_ex builders' state, or NULL */
+	/* Connected by the CM (swiw_cm.c): RTR needs no peer, and the
+	 * engine takes the QP to RTS when MPA completes. */
+	bool cm;
 };
 
 struct swiw_comp_channel {
@@ -291,11 +295,26 @@ struct swiw_engine_bk {
 int swiw_engine_attach_locked(struct swiw_qp *qp, int fd, int role,
 			      const struct swiw_engine_bk *bk);
 
+struct swiw_cm_params;
+struct swiw_cm_req;
+/* swiw_cm.c: a QP connected by the CM (libibverbs-shim/swiw_cma*.c) */
+int swiw_engine_cm_attach_locked(struct swiw_qp *qp, int fd,
+				 const struct swiw_cm_params *p);
+int swiw_cm_attach(struct ibv_qp *qp, int fd, const struct swiw_cm_params *p);
+int swiw_cm_parse_request(const void *buf, size_t len, struct swiw_cm_req *out);
+int swiw_cm_reject(int fd, const void *req, size_t req_len, const void *pd,
+		   uint16_t pd_len);
+int swiw_cm_disconnect(void *arg);
+void swiw_cm_forget(void *arg);
+void swiw_cm_mark_ctx(struct ibv_context *ctx);
+void swiw_cm_mark_qp(struct ibv_qp *qp);
+
 /* swiw_connect.c: connecting by modify_qp through the broker */
 int swiw_conn_qp_create(struct swiw_qp *qp);
 void swiw_conn_qp_destroy(struct swiw_qp *qp);
 int swiw_conn_rtr(struct swiw_qp *qp, const union ibv_gid *sgid, int ifindex);
 void swiw_conn_stop(struct swiw_qp *qp);
+struct ibv_qp *swiw_conn_qp_lookup(struct ibv_context *ctx, uint32_t qpn);
 
 /* swiw_mem.c: STags and memory checks */
 int swiw_stag_alloc(struct swiw_mr *mr);

@@ -442,3 +442,19 @@ void swiw_conn_broker_event(void *ptr)
 		if (qp->bk == bk && qp->conn_wait)
 			conn_fail(qp);
 }
+
+/* The CM's QPN -> QP lookup (rdma_connect with conn_param->qp_num). */
+struct ibv_qp *swiw_conn_qp_lookup(struct ibv_context *ctx, uint32_t qpn)
+{
+	struct ibv_qp *found = NULL;
+	struct swiw_qp *qp;
+
+	swiw_eng_lock();
+	for (qp = conn_qps; qp; qp = qp->conn_next)
+		if (qp->vqp.qp.qp_num == qpn && qp->vqp.qp.context == ctx) {
+			found = &qp->vqp.qp;
+			break;
+		}
+	swiw_eng_unlock();
+	return found;
+}

@@ -98,6 +98,14 @@ static const struct swiw_shim_iface shim_iface = {
 	.query_pkey = swiw_query_pkey,
 	.create_comp_channel = swiw_create_comp_channel,
 	.destroy_comp_channel = swiw_destroy_comp_channel,
+	.cm_attach = swiw_cm_attach,
+	.cm_parse_request = swiw_cm_parse_request,
+	.cm_reject = swiw_cm_reject,
+	.cm_disconnect = swiw_cm_disconnect,
+	.cm_forget = swiw_cm_forget,
+	.qp_lookup = swiw_conn_qp_lookup,
+	.cm_mark_ctx = swiw_cm_mark_ctx,
+	.cm_mark_qp = swiw_cm_mark_qp,
 };
 
 const struct swiw_shim_iface *swiw_shim_iface(void);

@@ -92,6 +92,7 @@ struct ibv_qp *swiw_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 	atomic_fetch_add(&qp->rcq->users, 1);
 	atomic_fetch_add(&to_swiw_pd(pd)->usecnt, 1);
 	qp->sq_sig_all = attr->sq_sig_all;
+	qp->cm = sctx->cm;
 	qp->state = IBV_QPS_RESET;
 	pthread_mutex_init(&qp->state_lock, NULL);
 	pthread_spin_init(&qp->sq_lock, PTHREAD_PROCESS_PRIVATE);
@@ -209,8 +210,10 @@ static int check_attrs(struct swiw_qp *qp, const struct ibv_qp_attr *a,
 	if ((mask & IBV_QP_CAP) && (a->cap.max_send_wr > qp->max_send_wr ||
 				    a->cap.max_recv_wr > qp->max_recv_wr))
 		return EINVAL; /* queues are not resized */
-	/* Connecting by modify_qp needs the peer's address and QP number. */
-	if (__atomic_load_n(&qp->state, __ATOMIC_ACQUIRE) == IBV_QPS_INIT &&
+	/* Connecting by modify_qp needs the peer's address and QP number;
+	 * the CM connects its QPs itself. */
+	if (!qp->cm &&
+	    __atomic_load_n(&qp->state, __ATOMIC_ACQUIRE) == IBV_QPS_INIT &&
 	    next == IBV_QPS_RTR &&
 	    (mask & (IBV_QP_AV | IBV_QP_DEST_QPN)) !=
 		    (IBV_QP_AV | IBV_QP_DEST_QPN))
@@ -277,7 +280,9 @@ int swiw_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 		err = qp->rq_stale ? swiw_engine_renew_rq(qp) : 0;
 		if (err)
 			goto out;
-		err = connect_rtr(qp, attr);
+		if (!qp->cm || (mask & (IBV_QP_AV | IBV_QP_DEST_QPN)) ==
+				       (IBV_QP_AV | IBV_QP_DEST_QPN))
+			err = connect_rtr(qp, attr);
 		if (err)
 			goto out;
 	}

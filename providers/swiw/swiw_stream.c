@@ -45,11 +45,15 @@ static struct swiw_stream *streams, *graveyard;
  */
 static uint16_t ulp_ird(const struct swiw_stream *s)
 {
+	if (s->cm)
+		return s->cm_ird;
 	return __atomic_load_n(&s->qp->ird, __ATOMIC_RELAXED);
 }
 
 static uint16_t ulp_ord(const struct swiw_stream *s)
 {
+	if (s->cm)
+		return s->cm_ord;
 	if (s->bk_on)
 		return SWIW_MAX_ORD;
 	return __atomic_load_n(&s->qp->ord, __ATOMIC_RELAXED);
@@ -217,6 +221,9 @@ void swiw_stream_fail(struct swiw_stream *s, enum swiw_violation v,
 	swiw_engine_flush_qp_locked(qp);
 	if (ev)
 		async_event(s, ev);
+	if (s->cm)
+		swiw_cm_report(s, SWIW_CM_DISCONNECTED,
+			       v == SWIW_V_LLP_LOST ? -ECONNRESET : -EPROTO);
 }
 
 static enum ibv_event_type vi_event(enum swiw_violation v)
@@ -305,7 +312,17 @@ int swiw_streams_timers(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 	for (s = streams; s; s = s->next) {
-		if (!s->eof_due_ns || s->failed || s->dead)
+		if (s->failed || s->dead)
+			continue;
+		if (s->mpa_due_ns && now >= s->mpa_due_ns) {
+			s->mpa_due_ns = 0;
+			if (!swiw_mpa_timeout(&s->mpa))
+				swiw_stream_mpa_events(s);
+			continue;
+		}
+		if (s->mpa_due_ns && s->mpa_due_ns < best)
+			best = s->mpa_due_ns;
+		if (!s->eof_due_ns)
 			continue;
 		if (now >= s->eof_due_ns)
 			peer_closed(s);
@@ -443,6 +460,8 @@ void swiw_stream_mpa_events(struct swiw_stream *s)
 			return;
 		}
 		if (ev & SWIW_MPA_EV_CLOSED) {
+			if (s->cm)
+				swiw_cm_report(s, 0, o->error);
 			if (!bk_rejected(s))
 				mpa_fail(s);
 			return;
@@ -465,6 +484,9 @@ void swiw_stream_mpa_events(struct swiw_stream *s)
 			if (s->bk_on) {
 				u.pd = s->bk.pd;
 				u.pd_len = s->bk.pd_len;
+			} else if (s->cm) {
+				u.pd = s->cm_pd;
+				u.pd_len = s->cm_pd_len;
 			}
 
 			if (swiw_mpa_accept(&s->mpa, &u))
@@ -503,9 +525,14 @@ void swiw_stream_mpa_events(struct swiw_stream *s)
 			}
 			s->kind = TX_RTR;
 		}
-		if (ev & SWIW_MPA_EV_TX_FPDU)
+		if (ev & SWIW_MPA_EV_TX_FPDU) {
 			s->tx_ready = true;
+			if (s->cm)
+				swiw_cm_report(s, SWIW_CM_ESTABLISHED, 0);
+		}
 	}
+	if (s->cm)
+		swiw_cm_mpa_deadline(s);
 }
 
 static void mpa_rx(struct swiw_stream *s)
@@ -687,6 +714,25 @@ static void stream_cfg_p2p(struct swiw_mpa_cfg *c,
 	}
 }
 
+/* The live streams, for swiw_cm.c; under the engine lock. */
+struct swiw_stream *swiw_streams_first(void)
+{
+	swiw_eng_assert_held();
+	return streams;
+}
+
+/* The MPA knobs every stream, and the CM's Request parser, run with. */
+int swiw_stream_mpa_cfg(struct swiw_mpa_cfg *c)
+{
+	swiw_mpa_cfg_init(c);
+	c->ird_max = SWIW_MAX_IRD;
+	c->rev = swiw_config()->mpa_rev == 1 ? MPA_REV_1 : MPA_REV_2;
+	c->crc_required = swiw_config()->mpa_crc;
+	c->markers_wanted = swiw_config()->mpa_markers;
+	stream_cfg_p2p(c, swiw_config());
+	return 0;
+}
+
 static struct swiw_stream *stream_new(struct swiw_qp *qp, int fd, int role,
 				      int *err)
 {
@@ -697,12 +743,7 @@ static struct swiw_stream *stream_new(struct swiw_qp *qp, int fd, int role,
 	*err = EINVAL;
 	if (role != SWIW_MPA_INITIATOR && role != SWIW_MPA_RESPONDER)
 		return NULL;
-	swiw_mpa_cfg_init(&c);
-	c.ird_max = SWIW_MAX_IRD;
-	c.rev = swiw_config()->mpa_rev == 1 ? MPA_REV_1 : MPA_REV_2;
-	c.crc_required = swiw_config()->mpa_crc;
-	c.markers_wanted = swiw_config()->mpa_markers;
-	stream_cfg_p2p(&c, swiw_config());
+	swiw_stream_mpa_cfg(&c);
 	fl = fcntl(fd, F_GETFL);
 	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) ||
 	    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one))) {
@@ -762,15 +803,20 @@ static int stream_start(struct swiw_stream *s, const struct swiw_engine_bk *bk)
 		if (bk) {
 			u.pd = s->bk.pd;
 			u.pd_len = s->bk.pd_len;
+		} else if (s->cm) {
+			u.pd = s->cm_pd;
+			u.pd_len = s->cm_pd_len;
 		}
 		if (swiw_mpa_connect(&s->mpa, &u))
 			return EINVAL;
-	} else if (bk && bk->req_len) {
-		size_t used = 0;
+	} else if ((bk && bk->req_len) || s->cm_req_len) {
+		const uint8_t *req = bk ? bk->req : s->cm_req;
+		size_t len = bk ? bk->req_len : s->cm_req_len, used = 0;
 
-		/* The broker read the Request: feed it as if received. */
-		swiw_mpa_input(&s->mpa, bk->req, bk->req_len, &used);
-		if (used != bk->req_len)
+		/* The broker or the CM read the Request: feed it as if
+		 * received. */
+		swiw_mpa_input(&s->mpa, req, len, &used);
+		if (used != len)
 			return EPROTO;
 	}
 	err = swiw_eng_epoll_ctl(EPOLL_CTL_ADD, s->fd, EPOLLIN | EPOLLRDHUP, s);
@@ -780,6 +826,41 @@ static int stream_start(struct swiw_stream *s, const struct swiw_engine_bk *bk)
 	streams = s;
 	qp->stream = s;
 	swiw_stream_mpa_events(s);
+	return 0;
+}
+
+int swiw_engine_cm_attach_locked(struct swiw_qp *qp, int fd,
+				 const struct swiw_cm_params *p)
+{
+	struct swiw_stream *s;
+	int err;
+
+	swiw_eng_assert_held();
+	if (p->pd_len > sizeof(s->cm_pd))
+		return EINVAL;
+	s = stream_new(qp, fd,
+		       p->responder ? SWIW_MPA_RESPONDER : SWIW_MPA_INITIATOR,
+		       &err);
+	if (!s)
+		return err;
+	s->cm = true;
+	s->cm_cb = p->cb;
+	s->cm_arg = p->arg;
+	s->cm_ird = p->ird;
+	s->cm_ord = p->ord;
+	s->cm_pd_len = p->pd_len;
+	if (p->pd_len)
+		memcpy(s->cm_pd, p->pd, p->pd_len);
+	s->cm_req = p->req;
+	s->cm_req_len = p->req_len;
+	err = stream_start(s, NULL);
+	s->cm_req = NULL;
+	s->cm_req_len = 0;
+	if (err) {
+		stream_free(s); /* never listed: nobody heard of it */
+		return err;
+	}
+	swiw_eng_doorbell(); /* the thread arms the MPA deadline */
 	return 0;
 }
 

@@ -14,6 +14,7 @@
 #include "swiw_fpdu.h"
 #include "swiw_mpa.h"
 #include "swiw_term.h"
+#include "swiw_shim.h"
 
 #define TX_BATCH 16
 #define TX_IOV 1024
@@ -109,6 +110,22 @@ struct swiw_stream {
 	bool bk_on; /* connected through the broker: check the blocks */
 	bool bk_checked; /* initiator: the Reply's block was checked */
 	struct swiw_engine_bk bk;
+	/*
+	 * Connected by the CM (swiw_cm.c): what it brings to MPA, who hears
+	 * how it went (once, then DISCONNECTED once after ESTABLISHED), and
+	 * the MPA deadline (swiw_mpa_deadline) as a clock time.
+	 */
+	bool cm;
+	bool cm_up; /* ESTABLISHED was reported */
+	bool cm_done; /* the last event was reported */
+	void (*cm_cb)(void *arg, const struct swiw_cm_event *ev);
+	void *cm_arg;
+	uint16_t cm_ird, cm_ord, cm_pd_len;
+	uint8_t cm_pd[SWIW_MPA_PD_MAX];
+	const uint8_t *cm_req; /* stream_start only */
+	uint16_t cm_req_len;
+	uint8_t mpa_dl; /* enum swiw_mpa_deadline armed */
+	uint64_t mpa_due_ns;
 
 	/* Transmit. */
 	struct swiw_fpdu_tx ftx;
@@ -221,6 +238,11 @@ void swiw_stream_push_cqe(struct swiw_stream *s, struct swiw_cq *cq,
 			  struct swiw_cqe *e);
 void swiw_stream_sq_drain(struct swiw_stream *s);
 void swiw_stream_peer_eof(struct swiw_stream *s);
+int swiw_stream_mpa_cfg(struct swiw_mpa_cfg *c);
+struct swiw_stream *swiw_streams_first(void);
+/* swiw_cm.c: what the CM hears; under the engine lock */
+void swiw_cm_report(struct swiw_stream *s, int type, int status);
+void swiw_cm_mpa_deadline(struct swiw_stream *s);
 /*
  * The stream ends: TERMINATE for @v (best effort), the QP to error, the
  * send WR the failure concerns with @sq_status (-1: none), the receive

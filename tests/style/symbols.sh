@@ -5,8 +5,8 @@
 #   binds exactly the private version IBVERBS_PRIVATE_34, and exports only
 #   the table the preload library looks up;
 # - the preload library exports exactly the libibverbs functions it
-#   interposes, under the versions programs bind them with, and does not
-#   link libibverbs.
+#   interposes and librdmacm's API (its rdma_cm for swiw devices), under
+#   the versions programs bind them with, and links neither library.
 set -u
 lib=${SWIW_BUILD:?}/lib
 prov=$lib/libswiw-rdmav34.so
@@ -36,6 +36,48 @@ IBVERBS_1.10 ibv_import_device
 IBVERBS_1.11 _ibv_query_gid_ex
 IBVERBS_1.11 _ibv_query_gid_table
 IBVERBS_PRIVATE_34 ibv_query_gid_type"
+want_cm="RDMACM_1.0 rdma_accept
+RDMACM_1.0 rdma_ack_cm_event
+RDMACM_1.0 rdma_bind_addr
+RDMACM_1.0 rdma_connect
+RDMACM_1.0 rdma_create_ep
+RDMACM_1.0 rdma_create_event_channel
+RDMACM_1.0 rdma_create_id
+RDMACM_1.0 rdma_create_qp
+RDMACM_1.0 rdma_create_qp_ex
+RDMACM_1.0 rdma_create_srq
+RDMACM_1.0 rdma_create_srq_ex
+RDMACM_1.0 rdma_destroy_ep
+RDMACM_1.0 rdma_destroy_event_channel
+RDMACM_1.0 rdma_destroy_id
+RDMACM_1.0 rdma_destroy_qp
+RDMACM_1.0 rdma_destroy_srq
+RDMACM_1.0 rdma_disconnect
+RDMACM_1.0 rdma_event_str
+RDMACM_1.0 rdma_free_devices
+RDMACM_1.0 rdma_freeaddrinfo
+RDMACM_1.0 rdma_get_cm_event
+RDMACM_1.0 rdma_get_devices
+RDMACM_1.0 rdma_get_dst_port
+RDMACM_1.0 rdma_get_request
+RDMACM_1.0 rdma_get_src_port
+RDMACM_1.0 rdma_getaddrinfo
+RDMACM_1.0 rdma_join_multicast
+RDMACM_1.0 rdma_leave_multicast
+RDMACM_1.0 rdma_listen
+RDMACM_1.0 rdma_migrate_id
+RDMACM_1.0 rdma_notify
+RDMACM_1.0 rdma_reject
+RDMACM_1.0 rdma_resolve_addr
+RDMACM_1.0 rdma_resolve_route
+RDMACM_1.0 rdma_set_option
+RDMACM_1.1 rdma_join_multicast_ex
+RDMACM_1.2 rdma_establish
+RDMACM_1.2 rdma_init_qp_attr
+RDMACM_1.3 rdma_get_remote_ece
+RDMACM_1.3 rdma_reject_ece
+RDMACM_1.3 rdma_set_local_ece"
+want=$(printf '%s\n%s\n' "$want" "$want_cm" | sort)
 got=$(objdump -T "$shim" | awk '$4 != "*UND*" && $2 == "g" && $3 == "DF" { print $(NF-1), $NF }' | sort)
 if [ "$got" != "$want" ]; then
 	bad "preload library exports differ:"
@@ -45,9 +87,13 @@ fi
 while read -r ver sym; do
 	objdump -T /usr/lib/x86_64-linux-gnu/libibverbs.so.1 | grep -Eq " $ver +$sym\$" ||
 		bad "libibverbs has no $sym@@$ver to interpose"
-done <<<"$want"
-if objdump -p "$shim" | grep NEEDED | grep -q libibverbs; then
-	bad "the preload library links libibverbs"
+done <<<"$(grep IBVERBS <<<"$want")"
+while read -r ver sym; do
+	objdump -T /usr/lib/x86_64-linux-gnu/librdmacm.so.1 | grep -Eq " $ver +$sym\$" ||
+		bad "librdmacm has no $sym@@$ver to interpose"
+done <<<"$want_cm"
+if objdump -p "$shim" | grep NEEDED | grep -Eq 'libibverbs|librdmacm'; then
+	bad "the preload library links libibverbs or librdmacm"
 fi
 
 [ $fail -eq 0 ] && echo "symbols: ok"

@@ -1,0 +1,264 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * The provider's side of the connection manager in libswiw-preload.so
+ * (libibverbs-shim/swiw_cma*.c): the CM makes the TCP connection and
+ * reads the MPA Request; from there a QP's stream runs MPA in the engine
+ * like any other, with the CM's private data and IRD/ORD, and the engine
+ * tells the CM how it went through a callback. Request parsing and reject
+ * Replies use the same swiw_mpa machine as the streams.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "swiw.h"
+#include "swiw_stream.h"
+
+/* Under the engine lock: tells the CM, at most once per outcome. */
+void swiw_cm_report(struct swiw_stream *s, int type, int status)
+{
+	const struct swiw_mpa_outcome *o = swiw_mpa_outcome(&s->mpa);
+	struct swiw_cm_event ev = { .status = status };
+	struct swiw_qp *qp = s->qp;
+
+	swiw_eng_assert_held();
+	if (s->cm_done)
+		return;
+	if (type == SWIW_CM_ESTABLISHED) {
+		enum ibv_qp_state st;
+
+		if (s->cm_up)
+			return;
+		s->cm_up = true;
+		/* The QP is connected: RTS, from wherever the CM left it. */
+		st = __atomic_load_n(&qp->state, __ATOMIC_ACQUIRE);
+		while (st == IBV_QPS_RESET || st == IBV_QPS_INIT ||
+		       st == IBV_QPS_RTR)
+			if (__atomic_compare_exchange_n(
+				    &qp->state, &st, IBV_QPS_RTS, false,
+				    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+				break;
+		__atomic_store_n(&qp->ird, (uint8_t)s->ird, __ATOMIC_RELAXED);
+		__atomic_store_n(&qp->ord, (uint8_t)s->ord, __ATOMIC_RELAXED);
+		ev.ird = (uint16_t)s->ird;
+		ev.ord = (uint16_t)s->ord;
+		if (s->mpa.role == SWIW_MPA_INITIATOR && o->peer_pd_len) {
+			ev.pd_len = o->peer_pd_len;
+			memcpy(ev.pd, o->peer_pd, o->peer_pd_len);
+		}
+		s->mpa_due_ns = 0;
+	} else if (s->cm_up) {
+		type = SWIW_CM_DISCONNECTED;
+		s->cm_done = true;
+	} else {
+		/* MPA did not complete: what the kernel's iw_cm reports. */
+		s->cm_done = true;
+		if (!status)
+			status = -ECONNRESET;
+		if (status == -ECONNREFUSED || status == -ECONNRESET) {
+			type = SWIW_CM_REJECTED;
+			if (o->reject == SWIW_MPA_REJ_BY_PEER &&
+			    o->peer_pd_len) {
+				ev.pd_len = o->peer_pd_len;
+				memcpy(ev.pd, o->peer_pd, o->peer_pd_len);
+			}
+		} else if (status == -ETIMEDOUT) {
+			type = SWIW_CM_UNREACHABLE;
+		} else {
+			type = SWIW_CM_CONNECT_ERROR;
+		}
+	}
+	ev.type = type;
+	if (type != SWIW_CM_ESTABLISHED && type != SWIW_CM_DISCONNECTED)
+		ev.status = status;
+	if (s->cm_cb)
+		s->cm_cb(s->cm_arg, &ev);
+}
+
+/* After MPA events: the deadline of the state MPA is in now. */
+void swiw_cm_mpa_deadline(struct swiw_stream *s)
+{
+	enum swiw_mpa_deadline dl;
+	struct timespec ts;
+	uint32_t ms = 0;
+
+	dl = s->failed || !s->mpa_phase ? SWIW_MPA_DL_NONE :
+					  swiw_mpa_deadline(&s->mpa, &ms);
+	if (dl == s->mpa_dl)
+		return;
+	s->mpa_dl = (uint8_t)dl;
+	if (dl == SWIW_MPA_DL_NONE) {
+		s->mpa_due_ns = 0;
+		return;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	s->mpa_due_ns = (uint64_t)ts.tv_sec * 1000000000u +
+			(uint64_t)ts.tv_nsec + (uint64_t)ms * 1000000u;
+}
+
+int swiw_cm_attach(struct ibv_qp *ibqp, int fd, const struct swiw_cm_params *p)
+{
+	struct swiw_qp *qp = to_swiw_qp(ibqp);
+	enum ibv_qp_state st;
+	int err = 0;
+
+	if (!p || !p->cb || fd < 0 || p->pd_len > SWIW_MPA_PD_MAX ||
+	    (p->responder && !p->req_len))
+		return EINVAL;
+	pthread_mutex_lock(&qp->state_lock);
+	qp->cm = true;
+	st = __atomic_load_n(&qp->state, __ATOMIC_ACQUIRE);
+	/* An ibv_create_qp'd QP the CM was given by number starts here. */
+	if (st == IBV_QPS_RESET) {
+		err = qp->rq_stale ? swiw_engine_renew_rq(qp) : 0;
+		if (!err)
+			__atomic_store_n(&qp->state, IBV_QPS_INIT,
+					 __ATOMIC_RELEASE);
+	} else if (st != IBV_QPS_INIT && st != IBV_QPS_RTR &&
+		   st != IBV_QPS_RTS) {
+		err = EINVAL;
+	}
+	if (!err) {
+		swiw_eng_lock();
+		err = swiw_engine_cm_attach_locked(qp, fd, p);
+		swiw_eng_unlock();
+	}
+	pthread_mutex_unlock(&qp->state_lock);
+	return err;
+}
+
+/* Runs a responder machine over @buf; the caller reads its outcome. */
+static int mpa_take_request(struct swiw_mpa *m, uint8_t *tx, uint8_t *pd,
+			    const void *buf, size_t len, size_t *used)
+{
+	struct swiw_mpa_cfg c;
+	u32 ev;
+
+	swiw_stream_mpa_cfg(&c);
+	if (swiw_mpa_init(m, SWIW_MPA_RESPONDER, &c, tx, SWIW_MPA_FRAME_MAX, pd,
+			  SWIW_MPA_PD_MAX))
+		return EINVAL;
+	*used = 0;
+	if (swiw_mpa_input(m, buf, len, used))
+		return EINVAL;
+	ev = swiw_mpa_events(m);
+	if (ev & SWIW_MPA_EV_REQUEST)
+		return 0;
+	if (ev & SWIW_MPA_EV_CLOSED)
+		return EPROTO;
+	return EAGAIN;
+}
+
+int swiw_cm_parse_request(const void *buf, size_t len, struct swiw_cm_req *out)
+{
+	uint8_t tx[SWIW_MPA_FRAME_MAX], pd[SWIW_MPA_PD_MAX];
+	const struct swiw_mpa_outcome *o;
+	struct swiw_mpa m;
+	size_t used;
+	int err;
+
+	err = mpa_take_request(&m, tx, pd, buf, len, &used);
+	if (err)
+		return err == EAGAIN && len >= SWIW_MPA_FRAME_MAX ? EPROTO :
+								    err;
+	o = swiw_mpa_outcome(&m);
+	memset(out, 0, sizeof(*out));
+	out->frame_len = (uint16_t)used;
+	out->pd_len = o->peer_pd_len;
+	memcpy(out->pd, o->peer_pd, o->peer_pd_len);
+	if (o->peer_rev == MPA_REV_2 &&
+	    (o->peer_flags & MPA_RR_FLAG_ENHANCED)) {
+		out->peer_ird = o->peer_ird;
+		out->peer_ord = o->peer_ord;
+	} else {
+		out->peer_ird = out->peer_ord = SWIW_MPA_IRD_ORD_NONE;
+	}
+	return 0;
+}
+
+int swiw_cm_reject(int fd, const void *req, size_t req_len, const void *pd,
+		   uint16_t pd_len)
+{
+	uint8_t tx[SWIW_MPA_FRAME_MAX], ppd[SWIW_MPA_PD_MAX];
+	const struct swiw_mpa_outcome *o;
+	struct swiw_mpa m;
+	size_t used, off = 0;
+	int err;
+
+	err = mpa_take_request(&m, tx, ppd, req, req_len, &used);
+	if (err)
+		return err == EAGAIN ? EINVAL : err;
+	if (swiw_mpa_reject(&m, pd, pd_len))
+		return EINVAL;
+	if (!(swiw_mpa_events(&m) & SWIW_MPA_EV_TX))
+		return EPROTO;
+	o = swiw_mpa_outcome(&m);
+	/* A few hundred octets on a fresh connection: bounded wait. */
+	while (off < o->tx_len) {
+		struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+		ssize_t n = send(fd, tx + off, o->tx_len - off,
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (n > 0) {
+			off += (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno != EAGAIN && errno != EINTR)
+			return errno;
+		if (poll(&pfd, 1, 1000) <= 0)
+			return ETIMEDOUT;
+	}
+	return 0;
+}
+
+static struct swiw_stream *stream_of(void *arg)
+{
+	struct swiw_stream *s;
+
+	for (s = swiw_streams_first(); s; s = s->next)
+		if (s->cm && s->cm_arg == arg && !s->dead)
+			return s;
+	return NULL;
+}
+
+int swiw_cm_disconnect(void *arg)
+{
+	struct swiw_stream *s;
+	int err = 0;
+
+	swiw_eng_lock();
+	s = stream_of(arg);
+	if (!s)
+		err = ENOTCONN;
+	else if (!s->failed)
+		swiw_stream_fail(s, SWIW_V_NONE, NULL, 0, -1, 0);
+	swiw_eng_unlock();
+	return err;
+}
+
+void swiw_cm_forget(void *arg)
+{
+	struct swiw_stream *s;
+
+	swiw_eng_lock();
+	for (s = swiw_streams_first(); s; s = s->next)
+		if (s->cm && s->cm_arg == arg)
+			s->cm_cb = NULL;
+	swiw_eng_unlock();
+}
+
+void swiw_cm_mark_ctx(struct ibv_context *ctx)
+{
+	to_swiw_ctx(ctx)->cm = true;
+}
+
+void swiw_cm_mark_qp(struct ibv_qp *ibqp)
+{
+	struct swiw_qp *qp = to_swiw_qp(ibqp);
+
+	pthread_mutex_lock(&qp->state_lock);
+	qp->cm = true;
+	pthread_mutex_unlock(&qp->state_lock);
+}
