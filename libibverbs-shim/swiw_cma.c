@@ -7,6 +7,8 @@
  * takes one event.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <netinet/in.h>
 #include <netinet/ip.h>
 #include <stdarg.h>
@@ -133,10 +135,13 @@ SWIW_EXPORT void rdma_destroy_event_channel(struct rdma_event_channel *ch)
 
 /* Events -------------------------------------------------------------------- */
 
-/* Under ev_lock: one more event on @id's channel. */
+static void drain_one(struct cma_chan *c);
+
+/* Under ev_lock: one more event on its owner's channel (a request's
+ * goes to the listener's). */
 static void queue_locked(struct cma_event *e)
 {
-	struct cma_chan *c = to_chan(e->ev.id->channel);
+	struct cma_chan *c = to_chan(e->owner->id.channel);
 	uint64_t one = 1;
 
 	e->next = NULL;
@@ -210,35 +215,47 @@ void cma_engine_cb(void *arg, const struct swiw_cm_event *ev)
 	cma_queue(id, id, types[ev->type], ev->status, &p);
 }
 
+/*
+ * The count in the fd always equals the queue's length outside ev_lock:
+ * an event and its count are taken together, under the lock, so a reader
+ * never wakes for an event that a destroy_id withdrew, and one blocked on
+ * a channel that goes away stays blocked, as on the kernel's.
+ */
 SWIW_EXPORT int rdma_get_cm_event(struct rdma_event_channel *ch,
 				  struct rdma_cm_event **event)
 {
 	struct cma_chan *c;
 	struct cma_event *e;
-	uint64_t v;
+	int fd, fl;
 
 	if (!ch || !event)
 		return cma_err(EINVAL);
 	c = to_chan(ch);
+	fd = c->ch.fd;
 	for (;;) {
-		if (read(c->ch.fd, &v, sizeof(v)) != sizeof(v))
-			return -1; /* EAGAIN with O_NONBLOCK, EINTR */
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+
 		pthread_mutex_lock(&ev_lock);
-		if (c->stale) {
-			c->stale--;
-			pthread_mutex_unlock(&ev_lock);
-			continue;
-		}
 		e = c->head;
 		if (e) {
 			c->head = e->next;
 			if (!c->head)
 				c->tail = &c->head;
+			drain_one(c);
 			e->owner->events_out++;
-		}
-		pthread_mutex_unlock(&ev_lock);
-		if (e)
+			pthread_mutex_unlock(&ev_lock);
 			break;
+		}
+		fl = fcntl(fd, F_GETFL);
+		pthread_mutex_unlock(&ev_lock);
+		if (fl < 0)
+			return -1;
+		if (fl & O_NONBLOCK)
+			return cma_err(EAGAIN);
+		if (poll(&p, 1, -1) < 0)
+			return -1; /* EINTR, as a read would */
+		if (p.revents & POLLNVAL)
+			return cma_err(EBADF);
 	}
 	*event = &e->ev;
 	return 0;
@@ -262,6 +279,26 @@ SWIW_EXPORT int rdma_ack_cm_event(struct rdma_cm_event *event)
 	return 0;
 }
 
+/*
+ * Under ev_lock: one count out of the fd, for an event taken from or
+ * withdrawn from the queue. Never blocks: the count is there (see
+ * rdma_get_cm_event); O_NONBLOCK only for this read.
+ */
+static void drain_one(struct cma_chan *c)
+{
+	int fl = fcntl(c->ch.fd, F_GETFL);
+	uint64_t v;
+
+	if (fl < 0)
+		return;
+	if (!(fl & O_NONBLOCK))
+		fcntl(c->ch.fd, F_SETFL, fl | O_NONBLOCK);
+	if (read(c->ch.fd, &v, sizeof(v)) < 0)
+		(void)0; /* EAGAIN: a reader has it */
+	if (!(fl & O_NONBLOCK))
+		fcntl(c->ch.fd, F_SETFL, fl);
+}
+
 /* Queued events of @id leave its channel (the id is going, or moving). */
 static struct cma_event *withdraw_locked(struct cma_id *id)
 {
@@ -271,7 +308,7 @@ static struct cma_event *withdraw_locked(struct cma_id *id)
 	while ((e = *pp)) {
 		if (e->ev.id == &id->id || e->owner == id) {
 			*pp = e->next;
-			c->stale++;
+			drain_one(c);
 			e->next = NULL;
 			*op = e;
 			op = &e->next;

@@ -44,7 +44,6 @@ struct cma_dev {
 struct cma_chan {
 	struct rdma_event_channel ch; /* first: the fd is an eventfd */
 	struct cma_event *head, **tail;
-	unsigned int stale; /* counts in the fd for withdrawn events */
 };
 
 struct cma_event {

@@ -838,6 +838,9 @@ SWIW_EXPORT int rdma_create_ep(struct rdma_cm_id **id,
 	if (rdma_create_id(NULL, &cm, NULL, RDMA_PS_TCP))
 		return -1;
 	cid = (struct cma_id *)cm;
+	/* As librdmacm: the QP type is the address info's. */
+	if (qp_init_attr)
+		qp_init_attr->qp_type = IBV_QPT_RC;
 	if (res->ai_flags & RAI_PASSIVE) {
 		if (!res->ai_src_addr || rdma_bind_addr(cm, res->ai_src_addr))
 			goto fail;

@@ -251,6 +251,14 @@ int swiw_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 		goto out;
 	}
 	next = (mask & IBV_QP_STATE) ? attr->qp_state : cur;
+	/*
+	 * The CM takes its QPs to RTS when MPA completes; a program that
+	 * then walks the IB sequence itself (rdma_init_qp_attr, rping -q,
+	 * rdma_establish) finds the QP there already.
+	 */
+	if (qp->cm && (cur == IBV_QPS_RTR || cur == IBV_QPS_RTS) &&
+	    (next == IBV_QPS_INIT || next == IBV_QPS_RTR))
+		next = cur;
 	if (next != cur && !transition_valid(cur, next)) {
 		err = EINVAL;
 		goto out;

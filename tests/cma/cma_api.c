@@ -1,0 +1,385 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * librdmacm's API over swiw where the stock tools do not look: private
+ * data both ways at the limit and one past it, a reject with private
+ * data, a port with no listener, IRD/ORD in the events, a disconnect
+ * seen by both sides with every outstanding WR flushed once, a
+ * non-blocking channel, destroy_id with unacked events, and a port in
+ * use. Built against the real librdmacm; run under swiw-run, so its
+ * calls reach swiw's rdma_cm. Both sides live in this process, on
+ * 127.0.0.1 (swiw_lo). Usage: cma_api PORT
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <rdma/rdma_cma.h>
+
+static int port;
+static int failures;
+
+#define CHECK(c, ...)                                               \
+	do {                                                        \
+		if (!(c)) {                                         \
+			printf("FAIL %s:%d: ", __FILE__, __LINE__); \
+			printf(__VA_ARGS__);                        \
+			printf("\n");                               \
+			exit(1);                                    \
+		}                                                   \
+	} while (0)
+
+static struct sockaddr_in addr_of(int p)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+
+	a.sin_port = htons((uint16_t)p);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	return a;
+}
+
+/* The next event of @ch within 10 s; it must be @type. */
+static struct rdma_cm_event *expect(struct rdma_event_channel *ch,
+				    enum rdma_cm_event_type type)
+{
+	struct pollfd p = { .fd = ch->fd, .events = POLLIN };
+	struct rdma_cm_event *ev;
+
+	CHECK(poll(&p, 1, 10000) == 1, "no event (wanted %s)",
+	      rdma_event_str(type));
+	CHECK(!rdma_get_cm_event(ch, &ev), "rdma_get_cm_event: %s",
+	      strerror(errno));
+	CHECK(ev->event == type, "got %s (status %d), wanted %s",
+	      rdma_event_str(ev->event), ev->status, rdma_event_str(type));
+	return ev;
+}
+
+static void ack(struct rdma_cm_event *ev)
+{
+	CHECK(!rdma_ack_cm_event(ev), "ack");
+}
+
+struct side {
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *id;
+};
+
+static struct side listener(int p)
+{
+	struct sockaddr_in a = addr_of(p);
+	struct side s;
+
+	s.ch = rdma_create_event_channel();
+	CHECK(s.ch, "channel");
+	CHECK(!rdma_create_id(s.ch, &s.id, NULL, RDMA_PS_TCP), "create_id");
+	CHECK(!rdma_bind_addr(s.id, (struct sockaddr *)&a), "bind: %s",
+	      strerror(errno));
+	CHECK(!rdma_listen(s.id, 8), "listen: %s", strerror(errno));
+	return s;
+}
+
+static void make_qp(struct rdma_cm_id *id)
+{
+	struct ibv_qp_init_attr qa = { 0 };
+
+	qa.qp_type = IBV_QPT_RC;
+	qa.cap.max_send_wr = 8;
+	qa.cap.max_recv_wr = 8;
+	qa.cap.max_send_sge = 1;
+	qa.cap.max_recv_sge = 1;
+	CHECK(!rdma_create_qp(id, NULL, &qa), "create_qp: %s", strerror(errno));
+}
+
+/* A client id resolved to 127.0.0.1:@p, with a QP. */
+static struct side client(int p)
+{
+	struct sockaddr_in a = addr_of(p);
+	struct rdma_cm_event *ev;
+	struct side s;
+
+	s.ch = rdma_create_event_channel();
+	CHECK(s.ch, "channel");
+	CHECK(!rdma_create_id(s.ch, &s.id, NULL, RDMA_PS_TCP), "create_id");
+	CHECK(!rdma_resolve_addr(s.id, NULL, (struct sockaddr *)&a, 2000),
+	      "resolve_addr: %s", strerror(errno));
+	ack(expect(s.ch, RDMA_CM_EVENT_ADDR_RESOLVED));
+	CHECK(s.id->verbs, "resolved id has no device");
+	CHECK(!rdma_resolve_route(s.id, 2000), "resolve_route");
+	ev = expect(s.ch, RDMA_CM_EVENT_ROUTE_RESOLVED);
+	ack(ev);
+	make_qp(s.id);
+	return s;
+}
+
+static void side_free(struct side *s)
+{
+	if (s->id->qp)
+		rdma_destroy_qp(s->id);
+	CHECK(!rdma_destroy_id(s->id), "destroy_id");
+	rdma_destroy_event_channel(s->ch);
+}
+
+static void fill(uint8_t *b, size_t n, uint8_t seed)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		b[i] = (uint8_t)(seed + i * 7);
+}
+
+/* Private data of 252 octets both ways (256 with the MPA v2 word); 253 is
+ * EINVAL on both calls. IRD/ORD reported as the kernel's iw_cm does. */
+static void test_pd_ird_ord(void)
+{
+	struct side l = listener(port), c = client(port);
+	struct rdma_conn_param cp = { 0 }, ap = { 0 };
+	uint8_t req[253], rep[253];
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *child;
+
+	fill(req, sizeof(req), 1);
+	fill(rep, sizeof(rep), 99);
+	cp.private_data = req;
+	cp.private_data_len = 253;
+	cp.responder_resources = 3;
+	cp.initiator_depth = 2;
+	CHECK(rdma_connect(c.id, &cp) && errno == EINVAL,
+	      "253 octets of private data were not EINVAL");
+	cp.private_data_len = 252;
+	CHECK(!rdma_connect(c.id, &cp), "connect: %s", strerror(errno));
+	ev = expect(l.ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	CHECK(ev->listen_id == l.id, "listen_id");
+	CHECK(ev->id && ev->id != l.id, "a new id");
+	CHECK(ev->param.conn.private_data_len == 252 &&
+		      !memcmp(ev->param.conn.private_data, req, 252),
+	      "request private data (%u octets)",
+	      ev->param.conn.private_data_len);
+	/* The peer's IRD 3 bounds our ORD, its ORD 2 our IRD. */
+	CHECK(ev->param.conn.initiator_depth == 3 &&
+		      ev->param.conn.responder_resources == 2,
+	      "request IRD/ORD: initiator_depth %u responder_resources %u",
+	      ev->param.conn.initiator_depth,
+	      ev->param.conn.responder_resources);
+	child = ev->id;
+	CHECK(child->verbs == c.id->verbs, "one context per device");
+	ack(ev);
+	make_qp(child);
+	ap.private_data = rep;
+	ap.private_data_len = 253;
+	ap.responder_resources = 2;
+	ap.initiator_depth = 3;
+	CHECK(rdma_accept(child, &ap) && errno == EINVAL,
+	      "253 octets in accept were not EINVAL");
+	ap.private_data_len = 252;
+	CHECK(!rdma_accept(child, &ap), "accept: %s", strerror(errno));
+	ev = expect(c.ch, RDMA_CM_EVENT_ESTABLISHED);
+	CHECK(ev->param.conn.private_data_len == 252 &&
+		      !memcmp(ev->param.conn.private_data, rep, 252),
+	      "reply private data (%u octets)",
+	      ev->param.conn.private_data_len);
+	/* iw_cm: initiator_depth = IRD, responder_resources = ORD. */
+	CHECK(ev->param.conn.initiator_depth == 3 &&
+		      ev->param.conn.responder_resources == 2,
+	      "client IRD/ORD %u/%u", ev->param.conn.initiator_depth,
+	      ev->param.conn.responder_resources);
+	ack(ev);
+	ev = expect(l.ch, RDMA_CM_EVENT_ESTABLISHED);
+	CHECK(ev->id == child, "server ESTABLISHED on the new id");
+	CHECK(ev->param.conn.initiator_depth == 2 &&
+		      ev->param.conn.responder_resources == 3,
+	      "server IRD/ORD %u/%u", ev->param.conn.initiator_depth,
+	      ev->param.conn.responder_resources);
+	ack(ev);
+	CHECK(ntohs(rdma_get_dst_port(c.id)) == port &&
+		      ntohs(rdma_get_src_port(child)) == port,
+	      "ports");
+
+	/* Disconnect: both sides hear it; the posted receives flush once. */
+	{
+		struct ibv_mr *mr;
+		static char buf[4096];
+		struct ibv_recv_wr wr = { 0 }, *bad;
+		struct ibv_sge sge;
+		struct ibv_wc wc[16];
+		int i, n, cn = 0, sn = 0, tries;
+
+		mr = ibv_reg_mr(c.id->pd, buf, sizeof(buf),
+				IBV_ACCESS_LOCAL_WRITE);
+		CHECK(mr, "reg_mr");
+		sge.addr = (uintptr_t)buf;
+		sge.length = 64;
+		sge.lkey = mr->lkey;
+		wr.sg_list = &sge;
+		wr.num_sge = 1;
+		for (i = 0; i < 4; i++) {
+			wr.wr_id = 100 + i;
+			CHECK(!ibv_post_recv(c.id->qp, &wr, &bad), "post c");
+		}
+		{
+			struct ibv_mr *smr = ibv_reg_mr(child->pd, buf + 2048,
+							2048,
+							IBV_ACCESS_LOCAL_WRITE);
+
+			CHECK(smr, "reg_mr s");
+			sge.lkey = smr->lkey;
+			sge.addr = (uintptr_t)(buf + 2048);
+			for (i = 0; i < 3; i++) {
+				wr.wr_id = 200 + i;
+				CHECK(!ibv_post_recv(child->qp, &wr, &bad),
+				      "post s");
+			}
+			CHECK(!rdma_disconnect(c.id), "disconnect: %s",
+			      strerror(errno));
+			ack(expect(c.ch, RDMA_CM_EVENT_DISCONNECTED));
+			ev = expect(l.ch, RDMA_CM_EVENT_DISCONNECTED);
+			CHECK(ev->id == child, "server DISCONNECTED id");
+			ack(ev);
+			for (tries = 0; tries < 50; tries++) {
+				n = ibv_poll_cq(c.id->recv_cq, 16, wc);
+				for (i = 0; i < n; i++) {
+					CHECK(wc[i].status ==
+						      IBV_WC_WR_FLUSH_ERR,
+					      "client status %d", wc[i].status);
+					CHECK(wc[i].wr_id ==
+						      (uint64_t)(100 + cn),
+					      "client wr_id order");
+					cn++;
+				}
+				n = ibv_poll_cq(child->recv_cq, 16, wc);
+				for (i = 0; i < n; i++) {
+					CHECK(wc[i].status ==
+						      IBV_WC_WR_FLUSH_ERR,
+					      "server status %d", wc[i].status);
+					sn++;
+				}
+				usleep(20000);
+			}
+			CHECK(cn == 4 && sn == 3,
+			      "flushed %d/4 client, %d/3 server WRs", cn, sn);
+			ibv_dereg_mr(smr);
+		}
+		ibv_dereg_mr(mr);
+	}
+	CHECK(!rdma_disconnect(child), "server disconnect after peer's");
+	rdma_destroy_qp(child);
+	CHECK(!rdma_destroy_id(child), "destroy child");
+	side_free(&c);
+	side_free(&l);
+	printf("ok - private data 252 both ways, 253 EINVAL; IRD/ORD; "
+	       "disconnect both sides, flushed once\n");
+}
+
+static void test_reject(void)
+{
+	struct side l = listener(port + 1), c = client(port + 1);
+	struct rdma_cm_event *ev;
+	uint8_t why[40];
+
+	fill(why, sizeof(why), 5);
+	CHECK(!rdma_connect(c.id, NULL), "connect: %s", strerror(errno));
+	ev = expect(l.ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	CHECK(!rdma_reject(ev->id, why, sizeof(why)), "reject: %s",
+	      strerror(errno));
+	CHECK(!rdma_destroy_id(ev->id), "destroy rejected id");
+	ack(ev);
+	ev = expect(c.ch, RDMA_CM_EVENT_REJECTED);
+	CHECK(ev->status == -ECONNREFUSED, "reject status %d", ev->status);
+	CHECK(ev->param.conn.private_data_len == sizeof(why) &&
+		      !memcmp(ev->param.conn.private_data, why, sizeof(why)),
+	      "reject private data (%u octets)",
+	      ev->param.conn.private_data_len);
+	ack(ev);
+	side_free(&c);
+	side_free(&l);
+	printf("ok - reject with private data seen by the initiator\n");
+}
+
+static void test_no_listener(void)
+{
+	struct side c = client(port + 2);
+	struct rdma_cm_event *ev;
+
+	CHECK(!rdma_connect(c.id, NULL), "connect: %s", strerror(errno));
+	ev = expect(c.ch, RDMA_CM_EVENT_REJECTED);
+	CHECK(ev->status == -ECONNREFUSED, "status %d", ev->status);
+	ack(ev);
+	side_free(&c);
+	printf("ok - no listener: REJECTED, -ECONNREFUSED\n");
+}
+
+static void test_nonblocking(void)
+{
+	struct sockaddr_in a = addr_of(port);
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_event *ev, *ev2;
+	struct rdma_cm_id *id, *id2;
+	struct pollfd p;
+
+	CHECK(ch, "channel");
+	CHECK(!fcntl(ch->fd, F_SETFL, fcntl(ch->fd, F_GETFL) | O_NONBLOCK),
+	      "O_NONBLOCK");
+	CHECK(rdma_get_cm_event(ch, &ev) && errno == EAGAIN,
+	      "empty non-blocking channel: not EAGAIN");
+	p.fd = ch->fd;
+	p.events = POLLIN;
+	CHECK(poll(&p, 1, 0) == 0, "empty channel polls readable");
+	CHECK(!rdma_create_id(ch, &id, NULL, RDMA_PS_TCP), "create_id");
+	CHECK(!rdma_resolve_addr(id, NULL, (struct sockaddr *)&a, 2000),
+	      "resolve");
+	CHECK(poll(&p, 1, 5000) == 1 && (p.revents & POLLIN),
+	      "poll did not wake");
+	CHECK(!rdma_get_cm_event(ch, &ev), "get");
+	CHECK(ev->event == RDMA_CM_EVENT_ADDR_RESOLVED, "event %s",
+	      rdma_event_str(ev->event));
+	CHECK(rdma_get_cm_event(ch, &ev2) && errno == EAGAIN, "drained");
+
+	/* destroy_id with an unacked event, and with a queued one. */
+	CHECK(!rdma_create_id(ch, &id2, NULL, RDMA_PS_TCP), "create_id 2");
+	CHECK(!rdma_resolve_addr(id2, NULL, (struct sockaddr *)&a, 2000),
+	      "resolve 2");
+	CHECK(!rdma_destroy_id(id), "destroy_id with an unacked event");
+	ack(ev);
+	CHECK(!rdma_destroy_id(id2), "destroy_id with a queued event");
+	CHECK(rdma_get_cm_event(ch, &ev2) && errno == EAGAIN,
+	      "a destroyed id's queued event was delivered");
+	rdma_destroy_event_channel(ch);
+	printf("ok - non-blocking channel: EAGAIN, poll wakes; destroy_id "
+	       "with unacked and queued events\n");
+}
+
+static void test_port_in_use(void)
+{
+	struct side l = listener(port + 3);
+	struct sockaddr_in a = addr_of(port + 3);
+	struct rdma_cm_id *id;
+	int rc;
+
+	CHECK(!rdma_create_id(l.ch, &id, NULL, RDMA_PS_TCP), "create_id");
+	rc = rdma_bind_addr(id, (struct sockaddr *)&a);
+	if (!rc)
+		rc = rdma_listen(id, 1);
+	CHECK(rc && errno == EADDRINUSE, "second listener: rc %d, %s", rc,
+	      strerror(errno));
+	CHECK(!rdma_destroy_id(id), "destroy");
+	side_free(&l);
+	printf("ok - a listening port in use: EADDRINUSE\n");
+}
+
+int main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc != 2 || (port = atoi(argv[1])) <= 0 || port > 65000) {
+		fprintf(stderr, "usage: cma_api PORT (uses PORT..PORT+3)\n");
+		return 2;
+	}
+	test_pd_ird_ord();
+	test_reject();
+	test_no_listener();
+	test_nonblocking();
+	test_port_in_use();
+	return failures ? 1 : 0;
+}
