@@ -196,6 +196,7 @@ server_gone() {
 pair() {
 	local port=$1 srv=() spid rc src
 
+	PAIR_CLI_RC=''
 	shift
 	while [ "$1" != -- ]; do
 		srv+=("$1")
@@ -214,6 +215,7 @@ pair() {
 	}
 	lab_run "$@" >"$LAB_TMP/cli.out" 2>&1
 	rc=$?
+	PAIR_CLI_RC=$rc
 	# A failed client leaves the server waiting for a peer: it gets 5 s
 	# to notice, not the whole LAB_TIMEOUT.
 	[ "$rc" -eq 0 ] || lab_wait 5 "the server to exit" server_gone "$spid" ||
@@ -250,14 +252,30 @@ record() {
 		>>"$KEEP/results"
 }
 
+# rping_teardown_race: after a run that failed, true if only the stock
+# rping's own teardown failed: both sides verified every ping and the
+# client exited 0, but the server's CM thread read its event channel as
+# it was destroyed ("rdma_get_cm_event: Bad file descriptor", seen with
+# either peer under TCG; the capture is still judged). Noted in the row.
+rping_teardown_race() {
+	[ -z "$R_XFAIL" ] && [ -n "$PAIR_CLI_RC" ] && [ "$PAIR_CLI_RC" -eq 0 ] &&
+		[ "$(grep -c '^server ping data: rdma-ping-' "$LAB_TMP/srv.out")" -eq "$PING_N" ] &&
+		[ "$(grep -c '^ping data: rdma-ping-' "$LAB_TMP/cli.out")" -eq "$PING_N" ] &&
+		grep -q '^rdma_get_cm_event: Bad file descriptor' "$LAB_TMP/srv.out" || return 1
+	R_NOTE="the stock rping server failed its own teardown (rdma_get_cm_event: EBADF) after 100 pings"
+	lab_note "$R_NOTE"
+}
+
 # t_rping: 100 verified ping-pongs; the figure is the client's wall time.
 t_rping() {
 	local start ms n
 
 	R_PORTS=$R_PORT
 	start=$(date +%s%N)
+	R_NOTE=''
 	if ! pair "$R_PORT" "${S_PRE[@]}" rping -s -a "$S_ADDR" -p "$R_PORT" -C "$PING_N" -v -- \
-		"${C_PRE[@]}" rping -c -a "$S_ADDR" -p "$R_PORT" -C "$PING_N" -v; then
+		"${C_PRE[@]}" rping -c -a "$S_ADDR" -p "$R_PORT" -C "$PING_N" -v &&
+		! rping_teardown_race; then
 		if [ -n "$R_XFAIL" ] && grep -q "$R_XFAIL" "$LAB_TMP/srv.out" "$LAB_TMP/cli.out"; then
 			record PASS - - "expected failure: '$R_XFAIL'"
 			lab_note "failed as expected: '$R_XFAIL'"
@@ -277,7 +295,7 @@ t_rping() {
 		record FAIL - - "client printed $n pings"
 		lab_fail "rping client printed $n pings, $PING_N expected"
 	}
-	record PASS "$ms" ms ''
+	record PASS "$ms" ms "$R_NOTE"
 	lab_note "rping: $n pings in $ms ms"
 }
 
