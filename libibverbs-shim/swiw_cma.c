@@ -95,6 +95,7 @@ static struct cma_chan *chan_new(void)
 		return NULL;
 	}
 	c->tail = &c->head;
+	c->wake_fd = -1;
 	return c;
 }
 
@@ -119,6 +120,7 @@ static void chan_free(struct cma_chan *c)
 {
 	struct cma_event *e;
 
+	cma_fwd_chan_free(c);
 	while ((e = c->head)) {
 		c->head = e->next;
 		free(e);
@@ -149,6 +151,13 @@ static void queue_locked(struct cma_event *e)
 	c->tail = &e->next;
 	if (write(c->ch.fd, &one, sizeof(one)) != sizeof(one))
 		cma_log("event channel %d: %s", c->ch.fd, strerror(errno));
+}
+
+void cma_queue_event(struct cma_event *e)
+{
+	pthread_mutex_lock(&ev_lock);
+	queue_locked(e);
+	pthread_mutex_unlock(&ev_lock);
 }
 
 void cma_queue(struct cma_id *id, struct cma_id *owner,
@@ -364,7 +373,63 @@ SWIW_EXPORT const char *rdma_event_str(enum rdma_cm_event_type event)
 
 /* Ids ----------------------------------------------------------------------- */
 
-static struct cma_id *all_ids; /* under cma_lock */
+/* Channels of destroyed synchronous ids that have a real twin. */
+static struct cma_chan_gone {
+	struct cma_chan *c;
+	struct cma_chan_gone *next;
+} * chans_gone; /* under cma_lock */
+
+static void chan_defer(struct cma_chan *c)
+{
+	struct cma_chan_gone *g = calloc(1, sizeof(*g));
+
+	if (!g) {
+		cma_log("no memory: an event channel is leaked");
+		return;
+	}
+	g->c = c;
+	g->next = chans_gone;
+	chans_gone = g;
+}
+
+/* Not under cma_lock: real ids, then the channels they were on. */
+static void reap(void)
+{
+	struct cma_chan_gone *g;
+
+	cma_fwd_reap();
+	for (;;) {
+		pthread_mutex_lock(&cma_lock);
+		g = chans_gone;
+		if (g)
+			chans_gone = g->next;
+		pthread_mutex_unlock(&cma_lock);
+		if (!g)
+			return;
+		chan_free(g->c);
+		free(g);
+	}
+}
+
+/* Every id of ours; ids_lock is a leaf, taken under any other. */
+static struct cma_id *all_ids;
+static pthread_mutex_t ids_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/*
+ * The real librdmacm calls its own exports through its PLT, so a call
+ * forwarded to it can come back here with one of its ids: those go back
+ * to it.
+ */
+bool cma_ours(const struct rdma_cm_id *id)
+{
+	struct cma_id *p;
+
+	pthread_mutex_lock(&ids_lock);
+	for (p = all_ids; p && &p->id != id; p = p->next)
+		;
+	pthread_mutex_unlock(&ids_lock);
+	return p != NULL;
+}
 
 /* Under cma_lock. A NULL channel makes a synchronous id. */
 struct cma_id *cma_id_new(struct rdma_event_channel *ch, void *context)
@@ -389,8 +454,10 @@ struct cma_id *cma_id_new(struct rdma_event_channel *ch, void *context)
 	id->id.qp_type = IBV_QPT_RC;
 	id->fd = -1;
 	id->tos = -1;
+	pthread_mutex_lock(&ids_lock);
 	id->next = all_ids;
 	all_ids = id;
+	pthread_mutex_unlock(&ids_lock);
 	return id;
 }
 
@@ -402,12 +469,15 @@ void cma_id_free(struct cma_id *id)
 	struct cma_chan *own = NULL;
 	bool now;
 
+	pthread_mutex_lock(&ids_lock);
 	for (pp = &all_ids; *pp; pp = &(*pp)->next)
 		if (*pp == id) {
 			*pp = id->next;
 			break;
 		}
+	pthread_mutex_unlock(&ids_lock);
 	cma_conn_release(id);
+	cma_fwd_release(id);
 	pthread_mutex_lock(&ev_lock);
 	gone = withdraw_locked(id);
 	if (id->sync)
@@ -424,8 +494,12 @@ void cma_id_free(struct cma_id *id)
 			cma_id_free(child);
 		free(e);
 	}
-	if (own)
+	if (own && own->real) {
+		/* Its thread may wait for cma_lock: after the unlock. */
+		chan_defer(own);
+	} else if (own) {
 		chan_free(own);
+	}
 	if (now)
 		free(id);
 }
@@ -436,6 +510,8 @@ SWIW_EXPORT int rdma_create_id(struct rdma_event_channel *channel,
 {
 	struct cma_id *cid;
 
+	if (cma_in_real && cma_real())
+		return cma_real()->create_id(channel, id, context, ps);
 	if (!id)
 		return cma_err(EINVAL);
 	if (!swiw_shim())
@@ -459,6 +535,7 @@ SWIW_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 {
 	struct cma_id *cid = (struct cma_id *)id;
 
+	CMA_REAL_ID(id, destroy_id);
 	if (!id)
 		return cma_err(EINVAL);
 	if (id->event) {
@@ -468,6 +545,7 @@ SWIW_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 	pthread_mutex_lock(&cma_lock);
 	cma_id_free(cid);
 	pthread_mutex_unlock(&cma_lock);
+	reap();
 	return 0;
 }
 
@@ -507,6 +585,7 @@ SWIW_EXPORT int rdma_migrate_id(struct rdma_cm_id *id,
 	struct cma_chan *own = NULL, *nc = NULL;
 	struct cma_event *moved, *e;
 
+	CMA_REAL_ID(id, migrate_id, channel);
 	if (!id)
 		return cma_err(EINVAL);
 	if (!channel) {
@@ -514,6 +593,23 @@ SWIW_EXPORT int rdma_migrate_id(struct rdma_cm_id *id,
 		if (!nc)
 			return cma_err(ENOMEM);
 		channel = &nc->ch;
+	}
+	if (cid->real) {
+		/* The real id moves to the new channel's twin, outside
+		 * cma_lock: librdmacm waits for our thread's acks. */
+		int err;
+
+		pthread_mutex_lock(&cma_lock);
+		err = cma_fwd_attach_chan(to_chan(channel));
+		pthread_mutex_unlock(&cma_lock);
+		if (!err &&
+		    cma_real()->migrate_id(cid->real, to_chan(channel)->real))
+			err = errno;
+		if (err) {
+			if (nc)
+				chan_free(nc);
+			return cma_err(err);
+		}
 	}
 	pthread_mutex_lock(&cma_lock);
 	pthread_mutex_lock(&ev_lock);
@@ -541,8 +637,12 @@ SWIW_EXPORT int rdma_set_option(struct rdma_cm_id *id, int level, int optname,
 	struct cma_id *cid = (struct cma_id *)id;
 	int v, err = 0;
 
+	CMA_REAL_ID(id, set_option, level, optname, optval, optlen);
 	if (!id || !optval)
 		return cma_err(EINVAL);
+	if (cid->real)
+		return cma_real()->set_option(cid->real, level, optname, optval,
+					      optlen);
 	if (level != RDMA_OPTION_ID) {
 		cma_log("option level %d is InfiniBand's: not supported",
 			level);
@@ -586,13 +686,25 @@ SWIW_EXPORT int rdma_set_option(struct rdma_cm_id *id, int level, int optname,
 /* iWARP has no out-of-band establishment to be told about. */
 SWIW_EXPORT int rdma_notify(struct rdma_cm_id *id, enum ibv_event_type event)
 {
-	(void)event;
+	CMA_REAL_ID(id, notify, event);
+	if (id && ((struct cma_id *)id)->real)
+		return cma_real()->notify(((struct cma_id *)id)->real, event);
 	return id ? 0 : cma_err(EINVAL);
 }
 
 /* With a QP the connection is established by MPA: nothing to do. */
 SWIW_EXPORT int rdma_establish(struct rdma_cm_id *id)
 {
+	CMA_REAL_ID(id, establish);
+	if (id && ((struct cma_id *)id)->real) {
+		struct cma_id *cid = (struct cma_id *)id;
+		int ret = cma_real()->establish(cid->real);
+
+		pthread_mutex_lock(&cma_lock);
+		cma_fwd_sync(cid);
+		pthread_mutex_unlock(&cma_lock);
+		return ret;
+	}
 	return id ? 0 : cma_err(EINVAL);
 }
 
@@ -610,8 +722,12 @@ SWIW_EXPORT int rdma_init_qp_attr(struct rdma_cm_id *id,
 				  struct ibv_qp_attr *qp_attr,
 				  int *qp_attr_mask)
 {
+	CMA_REAL_ID(id, init_qp_attr, qp_attr, qp_attr_mask);
 	if (!id || !qp_attr || !qp_attr_mask)
 		return cma_err(EINVAL);
+	if (((struct cma_id *)id)->real)
+		return cma_real()->init_qp_attr(((struct cma_id *)id)->real,
+						qp_attr, qp_attr_mask);
 	switch (qp_attr->qp_state) {
 	case IBV_QPS_INIT:
 		qp_attr->qp_access_flags = IBV_ACCESS_LOCAL_WRITE |

@@ -44,6 +44,10 @@ struct cma_dev {
 struct cma_chan {
 	struct rdma_event_channel ch; /* first: the fd is an eventfd */
 	struct cma_event *head, **tail;
+	/* swiw_cma_fwd.c: the real librdmacm's channel, and its thread. */
+	struct rdma_event_channel *real;
+	int wake_fd;
+	pthread_t fwd_thread;
 };
 
 struct cma_event {
@@ -91,6 +95,9 @@ struct cma_id {
 	bool has_qp_init;
 	struct ibv_qp_init_attr qp_init;
 	struct ibv_pd *qp_init_pd;
+	/* swiw_cma_fwd.c: the kernel rdma_cm's id that serves this one. */
+	struct rdma_cm_id *real;
+	struct cma_fwd_ref *ref;
 	struct cma_id *next; /* every id, under cma_lock */
 };
 
@@ -111,7 +118,59 @@ bool cma_has_queued(struct cma_id *id);
 struct cma_id *cma_id_new(struct rdma_event_channel *ch, void *context);
 void cma_id_free(struct cma_id *id);
 uint64_t cma_now_ms(void);
+bool cma_ours(const struct rdma_cm_id *id);
+/* Set while this thread is inside the real librdmacm (swiw_cma_fwd.c). */
+extern __thread int cma_in_real;
+/* A call of the real librdmacm come back with one of its ids. */
+#define CMA_REAL_ID(id, fn, ...)                                    \
+	do {                                                        \
+		if ((id) && !cma_ours(id) && cma_real())            \
+			return cma_real()->fn((id), ##__VA_ARGS__); \
+	} while (0)
 void cma_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+void cma_queue_event(struct cma_event *e);
+
+/* swiw_cma_fwd.c: other devices' addresses, to the real librdmacm */
+struct cma_real {
+	struct rdma_event_channel *(*create_event_channel)(void);
+	void (*destroy_event_channel)(struct rdma_event_channel *);
+	int (*create_id)(struct rdma_event_channel *, struct rdma_cm_id **,
+			 void *, enum rdma_port_space);
+	int (*destroy_id)(struct rdma_cm_id *);
+	int (*bind_addr)(struct rdma_cm_id *, struct sockaddr *);
+	int (*resolve_addr)(struct rdma_cm_id *, struct sockaddr *,
+			    struct sockaddr *, int);
+	int (*resolve_route)(struct rdma_cm_id *, int);
+	int (*listen)(struct rdma_cm_id *, int);
+	int (*connect)(struct rdma_cm_id *, struct rdma_conn_param *);
+	int (*accept)(struct rdma_cm_id *, struct rdma_conn_param *);
+	int (*reject)(struct rdma_cm_id *, const void *, uint8_t);
+	int (*disconnect)(struct rdma_cm_id *);
+	int (*get_cm_event)(struct rdma_event_channel *,
+			    struct rdma_cm_event **);
+	int (*ack_cm_event)(struct rdma_cm_event *);
+	int (*create_qp_ex)(struct rdma_cm_id *, struct ibv_qp_init_attr_ex *);
+	int (*create_qp)(struct rdma_cm_id *, struct ibv_pd *,
+			 struct ibv_qp_init_attr *);
+	void (*destroy_qp)(struct rdma_cm_id *);
+	int (*migrate_id)(struct rdma_cm_id *, struct rdma_event_channel *);
+	int (*set_option)(struct rdma_cm_id *, int, int, void *, size_t);
+	int (*notify)(struct rdma_cm_id *, enum ibv_event_type);
+	int (*create_srq_ex)(struct rdma_cm_id *,
+			     struct ibv_srq_init_attr_ex *);
+	void (*destroy_srq)(struct rdma_cm_id *);
+	int (*init_qp_attr)(struct rdma_cm_id *, struct ibv_qp_attr *, int *);
+	int (*establish)(struct rdma_cm_id *);
+};
+
+const struct cma_real *cma_real(void);
+int cma_fwd_attach(struct cma_id *id, const char *why);
+int cma_fwd_attach_chan(struct cma_chan *c);
+void cma_fwd_sync(struct cma_id *id);
+void cma_fwd_release(struct cma_id *id);
+void cma_fwd_reap(void);
+void cma_fwd_chan_free(struct cma_chan *c);
 
 /* swiw_cma_addr.c: devices and addresses */
 struct cma_dev *cma_dev_for_addr(const struct sockaddr *sa);
@@ -121,7 +180,8 @@ socklen_t cma_sa_len(const struct sockaddr *sa);
 bool cma_sa_any(const struct sockaddr *sa);
 uint16_t cma_sa_port(const struct sockaddr *sa);
 struct ibv_pd *cma_dev_pd(struct cma_dev *d);
-int cma_bind_dev(struct cma_id *id, const struct sockaddr *sa);
+int cma_bind_dev(struct cma_id *id, const struct sockaddr *sa, char *why,
+		 size_t len);
 
 /* swiw_cma_conn.c: sockets, the CM thread, QPs */
 int cma_thread_watch(struct cma_id *id, uint32_t events);

@@ -10,6 +10,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -189,10 +190,11 @@ int cma_route_src(const struct sockaddr *dst, struct sockaddr_storage *src)
 
 /*
  * The device of @sa, which becomes the id's (NULL for a wildcard). An
- * address no swiw device owns would be the kernel rdma_cm's, which this
- * library does not forward to: ENODEV, said once per call.
+ * address no swiw device owns is the kernel rdma_cm's: ENODEV, with the
+ * reason in @why for cma_fwd_attach to say.
  */
-int cma_bind_dev(struct cma_id *id, const struct sockaddr *sa)
+int cma_bind_dev(struct cma_id *id, const struct sockaddr *sa, char *why,
+		 size_t len)
 {
 	char buf[INET6_ADDRSTRLEN] = "?";
 	struct cma_dev *d;
@@ -209,9 +211,8 @@ int cma_bind_dev(struct cma_id *id, const struct sockaddr *sa)
 				(const void *)&((const struct sockaddr_in *)sa)
 					->sin_addr,
 			buf, sizeof(buf));
-		cma_log("%s is not an address of a swiw device; other devices "
-			"are not served by swiw's rdma_cm",
-			buf);
+		snprintf(why, len, "%s is not an address of a swiw device",
+			 buf);
 		return ENODEV;
 	}
 	if (id->dev && id->dev != d)
@@ -225,8 +226,10 @@ int cma_bind_dev(struct cma_id *id, const struct sockaddr *sa)
 SWIW_EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 {
 	struct cma_id *cid = (struct cma_id *)id;
+	char why[96];
 	int err, one = 1;
 
+	CMA_REAL_ID(id, bind_addr, addr);
 	if (!id || !addr ||
 	    (addr->sa_family != AF_INET && addr->sa_family != AF_INET6))
 		return cma_err(EINVAL);
@@ -235,7 +238,17 @@ SWIW_EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 		err = EINVAL;
 		goto out;
 	}
-	err = cma_bind_dev(cid, addr);
+	err = cma_bind_dev(cid, addr, why, sizeof(why));
+	if (err == ENODEV) {
+		/* Another device's address: the kernel's rdma_cm. */
+		err = cma_fwd_attach(cid, why);
+		if (!err && cma_real()->bind_addr(cid->real, addr))
+			err = errno;
+		cma_fwd_sync(cid);
+		if (!err)
+			cid->state = CMA_BOUND;
+		goto out;
+	}
 	if (err)
 		goto out;
 	/* The port is a TCP port: a socket bound to it holds it. */
@@ -273,9 +286,11 @@ SWIW_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id,
 {
 	struct cma_id *cid = (struct cma_id *)id;
 	struct sockaddr_storage src;
+	char why[96] = "";
 	int err = 0;
 
-	(void)timeout_ms; /* answered at once from local tables */
+	CMA_REAL_ID(id, resolve_addr, src_addr, dst_addr, timeout_ms);
+	/* Answered at once from local tables, for swiw devices. */
 	if (!id || !dst_addr ||
 	    (dst_addr->sa_family != AF_INET && dst_addr->sa_family != AF_INET6))
 		return cma_err(EINVAL);
@@ -286,6 +301,8 @@ SWIW_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id,
 		pthread_mutex_unlock(&cma_lock);
 		return cma_err(EINVAL);
 	}
+	if (cid->real)
+		goto forward;
 	memcpy(&id->route.addr.dst_storage, dst_addr, cma_sa_len(dst_addr));
 	if (cid->state == CMA_IDLE || cma_sa_any(&id->route.addr.src_addr)) {
 		uint16_t port = cma_sa_port(&id->route.addr.src_addr);
@@ -302,9 +319,18 @@ SWIW_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id,
 		}
 	}
 	if (!err)
-		err = cma_bind_dev(cid, &id->route.addr.src_addr);
-	if (!err && !cid->dev)
+		err = cma_bind_dev(cid, &id->route.addr.src_addr, why,
+				   sizeof(why));
+	if (!err && !cid->dev) {
+		snprintf(why, sizeof(why), "no swiw device routes there");
 		err = ENODEV;
+	}
+	if (err == ENODEV && cid->state == CMA_IDLE) {
+		if (!cma_fwd_attach(cid, why))
+			goto forward;
+	} else if (err == ENODEV) {
+		cma_log("%s: ADDR_ERROR", why);
+	}
 	if (!err)
 		cid->state = CMA_ADDR;
 	/* As the kernel's: the call succeeds, the event tells. */
@@ -313,19 +339,42 @@ SWIW_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id,
 		  -err, NULL);
 	pthread_mutex_unlock(&cma_lock);
 	return cma_complete(cid);
+forward:
+	/* The kernel's rdma_cm resolves; its event comes through. */
+	err = cma_real()->resolve_addr(cid->real, NULL, dst_addr, timeout_ms) ?
+		      errno :
+		      0;
+	cma_fwd_sync(cid);
+	if (!err)
+		cid->state = CMA_ADDR;
+	pthread_mutex_unlock(&cma_lock);
+	if (err)
+		return cma_err(err);
+	return cma_complete(cid);
 }
 
 SWIW_EXPORT int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)
 {
 	struct cma_id *cid = (struct cma_id *)id;
 
-	(void)timeout_ms;
+	CMA_REAL_ID(id, resolve_route, timeout_ms);
 	if (!id)
 		return cma_err(EINVAL);
 	pthread_mutex_lock(&cma_lock);
 	if (cid->state != CMA_ADDR) {
 		pthread_mutex_unlock(&cma_lock);
 		return cma_err(EINVAL);
+	}
+	if (cid->real) {
+		int err = cma_real()->resolve_route(cid->real, timeout_ms) ?
+				  errno :
+				  0;
+
+		cma_fwd_sync(cid);
+		if (!err)
+			cid->state = CMA_ROUTE;
+		pthread_mutex_unlock(&cma_lock);
+		return err ? cma_err(err) : cma_complete(cid);
 	}
 	/* TCP routes itself: nothing to look up. */
 	cid->state = CMA_ROUTE;

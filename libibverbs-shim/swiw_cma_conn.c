@@ -30,8 +30,12 @@ struct cma_pend {
 	struct cma_pend *next;
 };
 
+/* Connections whose Request may still come, at most: more are closed. */
+#define CMA_PEND_MAX 1024
+
 static int cm_epfd = -1;
 static struct cma_pend *pends; /* under cma_lock */
+static unsigned int npends;
 
 /* Under cma_lock: ids in the epoll set (listening or connecting). */
 static struct cma_id *watched[256];
@@ -50,6 +54,7 @@ static void pend_close(struct cma_pend *p)
 	epoll_ctl(cm_epfd, EPOLL_CTL_DEL, p->fd, NULL);
 	close(p->fd);
 	free(p);
+	npends--;
 }
 
 /* The CM's parameters, from conn_param, librdmacm's defaults and checks. */
@@ -224,6 +229,7 @@ static void pend_read(struct cma_pend *p)
 				break;
 			}
 		free(p);
+		npends--;
 	}
 	/* Our IRD must cover the peer's ORD, our ORD fit its IRD. */
 	cp.responder_resources = req.peer_ord == 0x3fff ? d->max_ird :
@@ -248,6 +254,10 @@ static void listener_ready(struct cma_id *lis)
 
 		if (fd < 0)
 			return;
+		if (npends >= CMA_PEND_MAX) {
+			close(fd); /* a flood: the initiator sees a reset */
+			continue;
+		}
 		p = calloc(1, sizeof(*p));
 		if (!p) {
 			close(fd);
@@ -264,6 +274,7 @@ static void listener_ready(struct cma_id *lis)
 		}
 		p->next = pends;
 		pends = p;
+		npends++;
 	}
 }
 
@@ -425,12 +436,20 @@ SWIW_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 	struct cma_id *cid = (struct cma_id *)id;
 	int err;
 
+	CMA_REAL_ID(id, listen, backlog);
 	if (!id)
 		return cma_err(EINVAL);
 	pthread_mutex_lock(&cma_lock);
 	if (cid->state != CMA_BOUND) {
 		pthread_mutex_unlock(&cma_lock);
 		return cma_err(EINVAL);
+	}
+	if (cid->real) {
+		err = cma_real()->listen(cid->real, backlog) ? errno : 0;
+		if (!err)
+			cid->state = CMA_LISTEN;
+		pthread_mutex_unlock(&cma_lock);
+		return err ? cma_err(err) : 0;
 	}
 	err = listen(cid->fd, backlog > 0 ? backlog : 128) ? errno : 0;
 	if (!err)
@@ -456,9 +475,17 @@ SWIW_EXPORT int rdma_connect(struct rdma_cm_id *id,
 	struct ibv_qp *qp;
 	int err, one = 1;
 
+	CMA_REAL_ID(id, connect, conn_param);
 	if (!id)
 		return cma_err(EINVAL);
 	pthread_mutex_lock(&cma_lock);
+	if (cid->real) {
+		err = cma_real()->connect(cid->real, conn_param) ? errno : 0;
+		cma_fwd_sync(cid);
+		if (!err)
+			cid->state = CMA_MPA;
+		goto out;
+	}
 	if ((cid->state != CMA_ROUTE && cid->state != CMA_ADDR) || !cid->dev) {
 		err = EINVAL;
 		goto out;
@@ -519,9 +546,17 @@ SWIW_EXPORT int rdma_accept(struct rdma_cm_id *id,
 	struct ibv_qp *qp;
 	int err, fd;
 
+	CMA_REAL_ID(id, accept, conn_param);
 	if (!id)
 		return cma_err(EINVAL);
 	pthread_mutex_lock(&cma_lock);
+	if (cid->real) {
+		err = cma_real()->accept(cid->real, conn_param) ? errno : 0;
+		cma_fwd_sync(cid);
+		if (!err)
+			cid->state = CMA_MPA;
+		goto out;
+	}
 	if (cid->state != CMA_REQ) {
 		err = EINVAL;
 		goto out;
@@ -555,10 +590,20 @@ SWIW_EXPORT int rdma_reject(struct rdma_cm_id *id, const void *private_data,
 	struct cma_id *cid = (struct cma_id *)id;
 	int err;
 
+	CMA_REAL_ID(id, reject, private_data, private_data_len);
 	if (!id || private_data_len > CMA_PD_MAX ||
 	    (private_data_len && !private_data))
 		return cma_err(EINVAL);
 	pthread_mutex_lock(&cma_lock);
+	if (cid->real) {
+		err = cma_real()->reject(cid->real, private_data,
+					 private_data_len) ?
+			      errno :
+			      0;
+		cid->state = CMA_DONE;
+		pthread_mutex_unlock(&cma_lock);
+		return err ? cma_err(err) : 0;
+	}
 	if (cid->state != CMA_REQ) {
 		pthread_mutex_unlock(&cma_lock);
 		return cma_err(EINVAL);
@@ -580,9 +625,22 @@ SWIW_EXPORT int rdma_disconnect(struct rdma_cm_id *id)
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
 	bool wait = false;
 
+	CMA_REAL_ID(id, disconnect);
 	if (!id)
 		return cma_err(EINVAL);
 	pthread_mutex_lock(&cma_lock);
+	if (cid->real) {
+		int err = cma_real()->disconnect(cid->real) ? errno : 0;
+
+		cma_fwd_sync(cid);
+		cid->state = CMA_DONE;
+		pthread_mutex_unlock(&cma_lock);
+		if (err)
+			return cma_err(err);
+		if (cid->sync && cma_has_queued(cid))
+			return cma_complete(cid);
+		return 0;
+	}
 	switch (cid->state) {
 	case CMA_MPA:
 		/* The stream ends, the QP goes to error, DISCONNECTED. */
@@ -681,6 +739,14 @@ SWIW_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id,
 	struct ibv_qp *qp;
 	int err = 0;
 
+	CMA_REAL_ID(id, create_qp_ex, attr);
+	if (id && attr && cid->real) {
+		err = cma_real()->create_qp_ex(cid->real, attr) ? errno : 0;
+		pthread_mutex_lock(&cma_lock);
+		cma_fwd_sync(cid);
+		pthread_mutex_unlock(&cma_lock);
+		return err ? cma_err(err) : 0;
+	}
 	if (!id || !attr || !cid->dev || id->qp)
 		return cma_err(EINVAL);
 	if (attr->qp_type != IBV_QPT_RC) {
@@ -741,6 +807,7 @@ SWIW_EXPORT int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd,
 	struct ibv_qp_init_attr_ex a = { 0 };
 	int ret;
 
+	CMA_REAL_ID(id, create_qp, pd, qp_init_attr);
 	if (!id || !qp_init_attr)
 		return cma_err(EINVAL);
 	a.qp_context = qp_init_attr->qp_context;
@@ -765,6 +832,17 @@ SWIW_EXPORT void rdma_destroy_qp(struct rdma_cm_id *id)
 {
 	struct cma_id *cid = (struct cma_id *)id;
 
+	if (id && !cma_ours(id) && cma_real()) {
+		cma_real()->destroy_qp(id);
+		return;
+	}
+	if (id && cid->real) {
+		cma_real()->destroy_qp(cid->real);
+		pthread_mutex_lock(&cma_lock);
+		cma_fwd_sync(cid);
+		pthread_mutex_unlock(&cma_lock);
+		return;
+	}
 	if (!id || !id->qp)
 		return;
 	pthread_mutex_lock(&cma_lock);
@@ -785,6 +863,16 @@ SWIW_EXPORT int rdma_create_srq_ex(struct rdma_cm_id *id,
 	struct cma_id *cid = (struct cma_id *)id;
 	struct ibv_pd *pd;
 
+	CMA_REAL_ID(id, create_srq_ex, attr);
+	if (id && attr && cid->real) {
+		int err = cma_real()->create_srq_ex(cid->real, attr) ? errno :
+								       0;
+
+		pthread_mutex_lock(&cma_lock);
+		cma_fwd_sync(cid);
+		pthread_mutex_unlock(&cma_lock);
+		return err ? cma_err(err) : 0;
+	}
 	if (!id || !attr || !cid->dev || id->srq)
 		return cma_err(EINVAL);
 	if ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) &&
@@ -818,6 +906,19 @@ SWIW_EXPORT int rdma_create_srq(struct rdma_cm_id *id, struct ibv_pd *pd,
 
 SWIW_EXPORT void rdma_destroy_srq(struct rdma_cm_id *id)
 {
+	struct cma_id *cid = (struct cma_id *)id;
+
+	if (id && !cma_ours(id) && cma_real()) {
+		cma_real()->destroy_srq(id);
+		return;
+	}
+	if (id && cid->real) {
+		cma_real()->destroy_srq(cid->real);
+		pthread_mutex_lock(&cma_lock);
+		cma_fwd_sync(cid);
+		pthread_mutex_unlock(&cma_lock);
+		return;
+	}
 	if (!id || !id->srq)
 		return;
 	cma_verbs()->destroy_srq(id->srq);

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # cma_api.c under swiw-run: librdmacm's API where the tools do not look
 # (private data limits, reject, no listener, IRD/ORD, disconnect and
-# flushes, a non-blocking channel, destroy with unacked events, EADDRINUSE).
+# flushes, a non-blocking channel, destroy with unacked events, EADDRINUSE,
+# UNREACHABLE and CONNECT_ERROR).
 . "$(dirname "$0")/../e2e/lib.sh"
 
 [ -x "${CMA_API:-}" ] || fail "CMA_API (the cma_api program) is not set"
@@ -10,4 +11,4 @@ PORT=$((10000 + RANDOM % 20000))
 swiw_run "$CMA_API" "$PORT"
 [ "$RC" -eq 0 ] || fail_last "cma_api failed"
 printf '%s\n' "$OUT"
-assert_count "$OUT" '^ok - ' 5 "cma_api"
+assert_count "$OUT" '^ok - ' 7 "cma_api"

@@ -4,8 +4,9 @@
  * data both ways at the limit and one past it, a reject with private
  * data, a port with no listener, IRD/ORD in the events, a disconnect
  * seen by both sides with every outstanding WR flushed once, a
- * non-blocking channel, destroy_id with unacked events, and a port in
- * use. Built against the real librdmacm; run under swiw-run, so its
+ * non-blocking channel, destroy_id with unacked events, a port in
+ * use, no MPA Reply (UNREACHABLE) and a Reply that is not MPA
+ * (CONNECT_ERROR). Built against the real librdmacm; run under swiw-run, so its
  * calls reach swiw's rdma_cm. Both sides live in this process, on
  * 127.0.0.1 (swiw_lo). Usage: cma_api PORT
  */
@@ -311,6 +312,63 @@ static void test_no_listener(void)
 	printf("ok - no listener: REJECTED, -ECONNREFUSED\n");
 }
 
+/* A plain TCP listener on 127.0.0.1:@p that never speaks MPA. */
+static int raw_listener(int p)
+{
+	struct sockaddr_in a = addr_of(p);
+	int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+
+	CHECK(fd >= 0, "socket");
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	CHECK(!bind(fd, (struct sockaddr *)&a, sizeof(a)) && !listen(fd, 4),
+	      "raw listener: %s", strerror(errno));
+	return fd;
+}
+
+/* TCP connects, no MPA Reply comes: UNREACHABLE, -ETIMEDOUT, bounded. */
+static void test_unreachable(void)
+{
+	int lfd = raw_listener(port + 4);
+	struct side c = client(port + 4);
+	struct rdma_cm_event *ev;
+	struct pollfd p = { .fd = c.ch->fd, .events = POLLIN };
+
+	CHECK(!rdma_connect(c.id, NULL), "connect: %s", strerror(errno));
+	/* The MPA Reply timer is 10 s; nothing may come before. */
+	CHECK(poll(&p, 1, 8000) == 0, "an event before the Reply timer");
+	ev = expect(c.ch, RDMA_CM_EVENT_UNREACHABLE);
+	CHECK(ev->status == -ETIMEDOUT, "status %d", ev->status);
+	ack(ev);
+	side_free(&c);
+	close(lfd);
+	printf("ok - no MPA Reply: UNREACHABLE, -ETIMEDOUT\n");
+}
+
+/* A Reply that is not MPA: CONNECT_ERROR. */
+static void test_connect_error(void)
+{
+	int lfd = raw_listener(port + 5), fd;
+	struct side c = client(port + 5);
+	struct rdma_cm_event *ev;
+	struct pollfd p = { .fd = lfd, .events = POLLIN };
+	static const char junk[] = "HTTP/1.1 400 Bad Request\r\n\r\n";
+	char buf[512];
+
+	CHECK(!rdma_connect(c.id, NULL), "connect: %s", strerror(errno));
+	CHECK(poll(&p, 1, 5000) == 1, "no connection came");
+	fd = accept(lfd, NULL, NULL);
+	CHECK(fd >= 0, "accept");
+	CHECK(read(fd, buf, sizeof(buf)) > 0, "no MPA Request came");
+	CHECK(write(fd, junk, sizeof(junk) - 1) == sizeof(junk) - 1, "write");
+	ev = expect(c.ch, RDMA_CM_EVENT_CONNECT_ERROR);
+	CHECK(ev->status < 0, "status %d", ev->status);
+	ack(ev);
+	side_free(&c);
+	close(fd);
+	close(lfd);
+	printf("ok - a Reply that is not MPA: CONNECT_ERROR\n");
+}
+
 static void test_nonblocking(void)
 {
 	struct sockaddr_in a = addr_of(port);
@@ -373,7 +431,7 @@ int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc != 2 || (port = atoi(argv[1])) <= 0 || port > 65000) {
-		fprintf(stderr, "usage: cma_api PORT (uses PORT..PORT+3)\n");
+		fprintf(stderr, "usage: cma_api PORT (uses PORT..PORT+5)\n");
 		return 2;
 	}
 	test_pd_ird_ord();
@@ -381,5 +439,7 @@ int main(int argc, char **argv)
 	test_no_listener();
 	test_nonblocking();
 	test_port_in_use();
+	test_unreachable();
+	test_connect_error();
 	return failures ? 1 : 0;
 }

@@ -31,3 +31,17 @@ cm_perftest ib_read_bw "$BW" -n 200
 cm_perftest ib_send_lat "$LAT" -n 200
 ucmatose_pair 10.23.0.1
 rdma_server_pair 10.23.0.1
+
+# An address no swiw device owns (swiw_cma is not selected here) is the
+# kernel rdma_cm's, which this host does not have: a clear error, no hang.
+run ip netns exec "$NSA" env SWIW_INTERFACES=lo "${SWIW[@]}" \
+	rping -s -a 10.23.0.1 -p 7174 -C 1
+assert_nonzero "rping -s on a non-swiw address"
+err_has 'rdma_cm: 10\.23\.0\.1 is not an address of a swiw device.*not available here'
+err_has 'rdma_bind_addr: No such device'
+run ip netns exec "$NSB" env SWIW_INTERFACES=lo "${SWIW[@]}" \
+	rping -c -a 10.23.0.1 -p 7174 -C 1
+assert_nonzero "rping -c from a non-swiw address"
+err_has 'rdma_cm: 10\.23\.0\.2 is not an address of a swiw device'
+err_has 'RDMA_CM_EVENT_ADDR_ERROR, error -19'
+pass "a non-swiw address: ENODEV and ADDR_ERROR with the reason, no hang"
