@@ -29,6 +29,44 @@ void swiw_config_defaults(struct swiw_config *cfg)
 	cfg->mpa_rev = 2;
 }
 
+/*
+ * "write read", "read,write", "send", "default": RTR types in order of
+ * preference, each once. Returns 0, or -1 leaving @cfg unchanged.
+ */
+static int parse_rtr(struct swiw_config *cfg, const char *v)
+{
+	static const char *const names[] = { "send", "write", "read" };
+	unsigned char list[3] = { 0 };
+	size_t n = 0, len, i, k;
+
+	if (!strcmp(v, "default")) {
+		memset(cfg->mpa_rtr, 0, sizeof(cfg->mpa_rtr));
+		return 0;
+	}
+	while (*v) {
+		len = strcspn(v, " \t,");
+		if (!len) {
+			v++;
+			continue;
+		}
+		for (i = 0; i < 3; i++)
+			if (strlen(names[i]) == len &&
+			    !strncmp(v, names[i], len))
+				break;
+		if (i == 3 || n == 3)
+			return -1;
+		for (k = 0; k < n; k++)
+			if (list[k] == SWIW_CONFIG_RTR_SEND + i)
+				return -1;
+		list[n++] = (unsigned char)(SWIW_CONFIG_RTR_SEND + i);
+		v += len;
+	}
+	if (!n)
+		return -1;
+	memcpy(cfg->mpa_rtr, list, sizeof(list));
+	return 0;
+}
+
 /* yes/no, on/off, true/false, 1/0: 1 or 0, or -1. */
 static int parse_bool(const char *v)
 {
@@ -171,6 +209,20 @@ int swiw_config_set(struct swiw_config *cfg, const char *key, const char *value)
 		cfg->mpa_rev = (unsigned int)(value[0] - '0');
 		return 0;
 	}
+	if (!strcmp(key, "mpa_p2p")) {
+		int on = parse_bool(value);
+
+		if (!strcmp(value, "required"))
+			cfg->mpa_p2p = SWIW_MPA_P2P_CFG_REQUIRED;
+		else if (on < 0)
+			return -1;
+		else
+			cfg->mpa_p2p = on ? SWIW_MPA_P2P_CFG_ON :
+					    SWIW_MPA_P2P_CFG_OFF;
+		return 0;
+	}
+	if (!strcmp(key, "mpa_rtr"))
+		return parse_rtr(cfg, value);
 	if (!strcmp(key, "progress")) {
 		if (!strcmp(value, "poll"))
 			cfg->progress = SWIW_PROGRESS_POLL;
@@ -341,6 +393,8 @@ static void config_load(void)
 	config_env(&the_config, "SWIW_MPA_CRC", "mpa_crc");
 	config_env(&the_config, "SWIW_MPA_MARKERS", "mpa_markers");
 	config_env(&the_config, "SWIW_MPA_REV", "mpa_rev");
+	config_env(&the_config, "SWIW_MPA_P2P", "mpa_p2p");
+	config_env(&the_config, "SWIW_MPA_RTR", "mpa_rtr");
 }
 
 const struct swiw_config *swiw_config(void)

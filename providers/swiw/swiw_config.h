@@ -27,6 +27,27 @@ struct swiw_config {
 	bool mpa_crc; /* set C: CRC in both directions */
 	bool mpa_markers; /* set M: markers towards us */
 	unsigned int mpa_rev; /* 1 or 2 */
+	int mpa_p2p; /* enum swiw_mpa_p2p_cfg */
+	/*
+	 * RTR types (enum swiw_config_rtr) in order of preference, 0 ends;
+	 * all 0: the MPA machine's defaults. Initiator: the set offered;
+	 * responder: the types accepted, first listed first.
+	 */
+	unsigned char mpa_rtr[3];
+};
+
+/* Peer-to-peer (RFC 6581 Control Flag A): the MPA machine's modes. */
+enum swiw_mpa_p2p_cfg {
+	SWIW_MPA_P2P_CFG_ON, /* initiator asks; responder takes either */
+	SWIW_MPA_P2P_CFG_OFF, /* never; a Request with A is rejected */
+	SWIW_MPA_P2P_CFG_REQUIRED, /* no connection without it */
+};
+
+/* RTR message types, numbered as enum swiw_mpa_rtr (wire/swiw_mpa.h). */
+enum swiw_config_rtr {
+	SWIW_CONFIG_RTR_SEND = 1,
+	SWIW_CONFIG_RTR_WRITE = 2,
+	SWIW_CONFIG_RTR_READ = 3,
 };
 
 enum swiw_engine_cfg {

@@ -699,6 +699,33 @@ void swiw_stream_detach(struct swiw_qp *qp)
 	swiw_eng_doorbell();
 }
 
+_Static_assert((int)SWIW_CONFIG_RTR_SEND == (int)SWIW_MPA_RTR_SEND &&
+		       (int)SWIW_CONFIG_RTR_WRITE == (int)SWIW_MPA_RTR_WRITE &&
+		       (int)SWIW_CONFIG_RTR_READ == (int)SWIW_MPA_RTR_READ,
+	       "swiw_config.h numbers RTR types as swiw_mpa.h");
+
+/* mpa_p2p and mpa_rtr (swiw(7)); an unset mpa_rtr keeps the defaults. */
+static void stream_cfg_p2p(struct swiw_mpa_cfg *c,
+			   const struct swiw_config *cfg)
+{
+	static const u8 p2p[] = {
+		[SWIW_MPA_P2P_CFG_ON] = SWIW_MPA_P2P_ON,
+		[SWIW_MPA_P2P_CFG_OFF] = SWIW_MPA_P2P_OFF,
+		[SWIW_MPA_P2P_CFG_REQUIRED] = SWIW_MPA_P2P_REQUIRED,
+	};
+	unsigned int i;
+
+	c->p2p = p2p[cfg->mpa_p2p];
+	if (!cfg->mpa_rtr[0])
+		return;
+	c->rtr_offer = 0;
+	for (i = 0; i < 3; i++) {
+		c->rtr_pref[i] = cfg->mpa_rtr[i];
+		if (cfg->mpa_rtr[i])
+			c->rtr_offer |= SWIW_MPA_RTR_F(cfg->mpa_rtr[i]);
+	}
+}
+
 /* The live streams, for swiw_cm.c; under the engine lock. */
 struct swiw_stream *swiw_streams_first(void)
 {
@@ -714,6 +741,7 @@ int swiw_stream_mpa_cfg(struct swiw_mpa_cfg *c)
 	c->rev = swiw_config()->mpa_rev == 1 ? MPA_REV_1 : MPA_REV_2;
 	c->crc_required = swiw_config()->mpa_crc;
 	c->markers_wanted = swiw_config()->mpa_markers;
+	stream_cfg_p2p(c, swiw_config());
 	return 0;
 }
 

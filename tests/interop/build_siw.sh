@@ -3,13 +3,18 @@
 # build_siw.sh BUILD_DIR: builds the Linux kernel's siw out of tree from
 # Debian's linux-source-6.1, for the kernel ABI the VM lab boots
 # (tests/vm/run.sh: SWIW_VM_KVER, else the installed linux-headers', else
-# the archive's), as two modules under BUILD_DIR/interop/:
-#   siw.ko      stock siw: MPA CRC never negotiated
-#   siw_crc.ko  the same source with mpa_crc_required set: 6.1 has no
-#               module parameter for it (/work/shared/LAB.md §1, "What
-#               breaks" 4); only that constant and the module name differ
-# Both are kept and rebuilt only when missing or older than the source
-# tarball. Installs what it lacks with apt-get. Prints the two paths.
+# the archive's), as modules under BUILD_DIR/interop/, each from the same
+# source with one constant changed (6.1 has no module parameters for them:
+# /work/shared/LAB.md §1, "What breaks" 4) and the module's name:
+#   siw.ko      stock siw: MPA rev 2, CRC never asked for, no peer-to-peer
+#   siw_crc.ko  mpa_crc_required = true: asks for (and insists on) CRC
+#   siw_p2p.ko  peer_to_peer = true: its Requests set Control Flag A and
+#               offer RDMA Write and Read RTRs (siw_cm.c rtr_type)
+#   siw_v1.ko   mpa_version = MPA_REVISION_1: its Requests are MPA rev 1
+# (As responder every variant answers in the Request's revision and takes
+# peer-to-peer whatever its own constants say.) All are kept and rebuilt
+# only when missing or older than the source tarball. Installs what it
+# lacks with apt-get. Prints the paths, in that order.
 set -uo pipefail
 
 die() {
@@ -24,6 +29,7 @@ say() {
 mkdir -p "$1/interop" || die "cannot make $1/interop"
 OUT=$(cd "$1/interop" && pwd -P)
 TARBALL=/usr/src/linux-source-6.1.tar.xz
+VARIANTS='siw siw_crc siw_p2p siw_v1'
 
 # The ABI: the same choice tests/vm/run.sh makes, so that its --module
 # check (vermagic against the booted kernel) accepts what is built here.
@@ -81,16 +87,22 @@ KDIR=/usr/src/linux-headers-$KVER
 fresh() {
 	local m
 
-	for m in siw siw_crc; do
+	for m in $VARIANTS; do
 		[ -f "$OUT/$m.ko" ] && [ "$OUT/$m.ko" -nt "$TARBALL" ] || return 1
 		[ "$(modinfo -F vermagic "$OUT/$m.ko" 2>/dev/null | cut -d' ' -f1)" = "$KVER" ] ||
 			return 1
 	done
 }
+paths() {
+	local m
+
+	for m in $VARIANTS; do
+		echo "$OUT/$m.ko"
+	done
+}
 if fresh; then
-	say "cached: $OUT/siw.ko $OUT/siw_crc.ko ($KVER)"
-	echo "$OUT/siw.ko"
-	echo "$OUT/siw_crc.ko"
+	say "cached: $(paths | tr '\n' ' ')($KVER)"
+	paths
 	exit 0
 fi
 
@@ -98,13 +110,15 @@ fi
 exec 9>"$OUT/.lock" || die "cannot open $OUT/.lock"
 flock -w 600 9 || die "waited 600 s for $OUT/.lock"
 fresh && {
-	echo "$OUT/siw.ko"
-	echo "$OUT/siw_crc.ko"
+	paths
 	exit 0
 }
 
 SRC=$OUT/src
-rm -rf "$SRC" "$OUT/siw" "$OUT/siw_crc" "$OUT/siw.ko" "$OUT/siw_crc.ko"
+rm -rf "$SRC"
+for m in $VARIANTS; do
+	rm -rf "${OUT:?}/$m" "$OUT/$m.ko"
+done
 mkdir -p "$SRC" || die "cannot make $SRC"
 say "extracting drivers/infiniband/sw/siw from $TARBALL"
 tar -xJf "$TARBALL" -C "$SRC" --wildcards 'linux-source-6.1/drivers/infiniband/sw/siw/*' ||
@@ -112,25 +126,45 @@ tar -xJf "$TARBALL" -C "$SRC" --wildcards 'linux-source-6.1/drivers/infiniband/s
 SIW=$SRC/linux-source-6.1/drivers/infiniband/sw/siw
 [ -f "$SIW/siw_main.c" ] && [ -f "$SIW/Makefile" ] || die "no siw sources in $TARBALL"
 
+# patch_one FILE FROM TO: FROM (an ERE matching one whole line of FILE)
+# becomes TO; fails when the line is not there (another source version).
+patch_one() {
+	sed -i -E "s/^$2\$/$3/" "$1" || return 1
+	grep -qxF "$3" "$1" || {
+		echo "${1##*/} has no line matching '$2'" >&2
+		return 1
+	}
+}
+
 # make_one NAME: copies the source to OUT/NAME and builds NAME.ko there.
 make_one() {
 	local name=$1 dir=$OUT/$1
 
 	cp -r "$SIW" "$dir" || return 1
-	if [ "$name" = siw_crc ]; then
-		# The one behavioural change: ask for (and insist on) MPA CRC.
-		# (6.1 declares it 'const bool mpa_crc_required;', i.e. false.)
-		sed -i -E 's/^const bool mpa_crc_required( = false)?;$/const bool mpa_crc_required = true;/' \
-			"$dir/siw_main.c" || return 1
-		grep -q '^const bool mpa_crc_required = true;' "$dir/siw_main.c" || {
-			echo "siw_main.c has no 'const bool mpa_crc_required;' line" >&2
-			return 1
-		}
+	# The one behavioural change of each variant.
+	case $name in
+	siw) ;;
+	siw_crc)
+		# 6.1: 'const bool mpa_crc_required;', i.e. false.
+		patch_one "$dir/siw_main.c" 'const bool mpa_crc_required( = false)?;' \
+			'const bool mpa_crc_required = true;' || return 1
+		;;
+	siw_p2p)
+		patch_one "$dir/siw_main.c" 'const bool peer_to_peer( = false)?;' \
+			'const bool peer_to_peer = true;' || return 1
+		;;
+	siw_v1)
+		patch_one "$dir/siw_main.c" 'u_char mpa_version = MPA_REVISION_2;' \
+			'u_char mpa_version = MPA_REVISION_1;' || return 1
+		;;
+	*) return 1 ;;
+	esac
+	if [ "$name" != siw ]; then
 		# The module's name, so that it can sit beside siw.ko.
-		sed -i -E 's/^obj-\$\(CONFIG_RDMA_SIW\) \+= siw\.o$/obj-$(CONFIG_RDMA_SIW) += siw_crc.o/;
-			s/^siw-y :=/siw_crc-y :=/' "$dir/Makefile" || return 1
-		grep -q '^siw_crc-y :=' "$dir/Makefile" || {
-			echo "siw's Makefile has no 'siw-y :=' line" >&2
+		sed -i -E "s/^obj-\\\$\(CONFIG_RDMA_SIW\) \+= siw\.o\$/obj-\$(CONFIG_RDMA_SIW) += $name.o/;
+			s/^siw-y :=/$name-y :=/" "$dir/Makefile" || return 1
+		grep -q "^$name-y :=" "$dir/Makefile" && grep -q "+= $name.o\$" "$dir/Makefile" || {
+			echo "siw's Makefile has no 'siw-y :=' or 'obj-... += siw.o' line" >&2
 			return 1
 		}
 	fi
@@ -142,12 +176,11 @@ make_one() {
 	grep -E 'warning:|error:' "$dir/build.log" >&2
 	cp "$dir/$name.ko" "$OUT/$name.ko.new" && mv "$OUT/$name.ko.new" "$OUT/$name.ko"
 }
-for m in siw siw_crc; do
+for m in $VARIANTS; do
 	start=$SECONDS
 	make_one "$m" || die "building $m.ko failed"
 	say "built $OUT/$m.ko in $((SECONDS - start)) s"
 done
 rm -rf "$SRC"
 fresh || die "the modules built are not for $KVER"
-echo "$OUT/siw.ko"
-echo "$OUT/siw_crc.ko"
+paths

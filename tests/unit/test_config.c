@@ -199,6 +199,35 @@ static void test_broker_keys(void **state)
 	assert_int_equal(swiw_config_set(&cfg, "mpa_rev", "0"), -1);
 	assert_int_equal(swiw_config_set(&cfg, "mpa_rev", "12"), -1);
 	assert_int_equal(cfg.mpa_rev, 1);
+
+	/* Peer-to-peer and the RTR types, in order of preference. */
+	assert_int_equal(cfg.mpa_p2p, SWIW_MPA_P2P_CFG_ON);
+	assert_int_equal(cfg.mpa_rtr[0], 0);
+	assert_int_equal(swiw_config_set(&cfg, "mpa_p2p", "no"), 0);
+	assert_int_equal(cfg.mpa_p2p, SWIW_MPA_P2P_CFG_OFF);
+	assert_int_equal(swiw_config_set(&cfg, "mpa_p2p", "required"), 0);
+	assert_int_equal(cfg.mpa_p2p, SWIW_MPA_P2P_CFG_REQUIRED);
+	assert_int_equal(swiw_config_set(&cfg, "mpa_p2p", "yes"), 0);
+	assert_int_equal(cfg.mpa_p2p, SWIW_MPA_P2P_CFG_ON);
+	assert_int_equal(swiw_config_set(&cfg, "mpa_p2p", "often"), -1);
+	assert_int_equal(cfg.mpa_p2p, SWIW_MPA_P2P_CFG_ON);
+	assert_int_equal(swiw_config_set(&cfg, "mpa_rtr", "read"), 0);
+	assert_int_equal(cfg.mpa_rtr[0], SWIW_CONFIG_RTR_READ);
+	assert_int_equal(cfg.mpa_rtr[1], 0);
+	assert_int_equal(swiw_config_set(&cfg, "mpa_rtr", "read, send write"),
+			 0);
+	assert_int_equal(cfg.mpa_rtr[0], SWIW_CONFIG_RTR_READ);
+	assert_int_equal(cfg.mpa_rtr[1], SWIW_CONFIG_RTR_SEND);
+	assert_int_equal(cfg.mpa_rtr[2], SWIW_CONFIG_RTR_WRITE);
+	/* Unknown, repeated or no type: refused, the list stands. */
+	assert_int_equal(swiw_config_set(&cfg, "mpa_rtr", "write,atomic"), -1);
+	assert_int_equal(swiw_config_set(&cfg, "mpa_rtr", "write,write"), -1);
+	assert_int_equal(swiw_config_set(&cfg, "mpa_rtr", " , "), -1);
+	assert_int_equal(swiw_config_set(&cfg, "mpa_rtr", "writeread"), -1);
+	assert_int_equal(cfg.mpa_rtr[0], SWIW_CONFIG_RTR_READ);
+	assert_int_equal(cfg.mpa_rtr[2], SWIW_CONFIG_RTR_WRITE);
+	assert_int_equal(swiw_config_set(&cfg, "mpa_rtr", "default"), 0);
+	assert_int_equal(cfg.mpa_rtr[0], 0);
 }
 
 static void test_iface_match(void **state)
