@@ -828,21 +828,35 @@ SWIW_EXPORT int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd,
 	return ret;
 }
 
+/*
+ * A destroy call for an id the kernel's rdma_cm serves (a real id, or
+ * ours with a real one behind it) goes to librdmacm's @fn; true if so.
+ */
+static bool fwd_destroy(struct rdma_cm_id *id, void (*fn)(struct rdma_cm_id *))
+{
+	struct cma_id *cid = (struct cma_id *)id;
+
+	if (!id || !fn)
+		return false;
+	if (!cma_ours(id)) {
+		fn(id);
+		return true;
+	}
+	if (!cid->real)
+		return false;
+	fn(cid->real);
+	pthread_mutex_lock(&cma_lock);
+	cma_fwd_sync(cid);
+	pthread_mutex_unlock(&cma_lock);
+	return true;
+}
+
 SWIW_EXPORT void rdma_destroy_qp(struct rdma_cm_id *id)
 {
 	struct cma_id *cid = (struct cma_id *)id;
 
-	if (id && !cma_ours(id) && cma_real()) {
-		cma_real()->destroy_qp(id);
+	if (fwd_destroy(id, cma_real() ? cma_real()->destroy_qp : NULL))
 		return;
-	}
-	if (id && cid->real) {
-		cma_real()->destroy_qp(cid->real);
-		pthread_mutex_lock(&cma_lock);
-		cma_fwd_sync(cid);
-		pthread_mutex_unlock(&cma_lock);
-		return;
-	}
 	if (!id || !id->qp)
 		return;
 	pthread_mutex_lock(&cma_lock);
@@ -906,19 +920,8 @@ SWIW_EXPORT int rdma_create_srq(struct rdma_cm_id *id, struct ibv_pd *pd,
 
 SWIW_EXPORT void rdma_destroy_srq(struct rdma_cm_id *id)
 {
-	struct cma_id *cid = (struct cma_id *)id;
-
-	if (id && !cma_ours(id) && cma_real()) {
-		cma_real()->destroy_srq(id);
+	if (fwd_destroy(id, cma_real() ? cma_real()->destroy_srq : NULL))
 		return;
-	}
-	if (id && cid->real) {
-		cma_real()->destroy_srq(cid->real);
-		pthread_mutex_lock(&cma_lock);
-		cma_fwd_sync(cid);
-		pthread_mutex_unlock(&cma_lock);
-		return;
-	}
 	if (!id || !id->srq)
 		return;
 	cma_verbs()->destroy_srq(id->srq);
