@@ -72,6 +72,10 @@ filter=${filter# || }
 # them from a wrong start; the receiver's own CRC check covered them.
 retx=$("${ts[@]}" -Y "($filter) && (tcp.analysis.retransmission || tcp.analysis.out_of_order)" \
 	2>/dev/null | wc -l)
+# Their directions, where ddp_sequence.py takes a forward jump as a gap.
+DDP_GAP_SIDES=$("${ts[@]}" -Y "($filter) && (tcp.analysis.retransmission || tcp.analysis.out_of_order)" \
+	-T fields -E separator=';' -e tcp.stream -e tcp.srcport 2>/dev/null | sort -u | tr '\n' ' ')
+export DDP_GAP_SIDES
 filter="($filter) && !tcp.analysis.retransmission && !tcp.analysis.out_of_order"
 
 "${ts[@]}" -Y "$filter" -V >"$tmp/decode" 2>"$tmp/err" || { cat "$tmp/err"; echo "FAIL: tshark"; exit 1; }
