@@ -467,6 +467,35 @@ static void keep_pd(struct cma_id *id, const struct rdma_conn_param *cp)
 		memcpy(id->pd, cp->private_data, id->pd_len);
 }
 
+/* Forwarded connect or accept of an id with a real one behind it. */
+static int fwd_conn(struct cma_id *cid,
+		    int (*fn)(struct rdma_cm_id *, struct rdma_conn_param *),
+		    struct rdma_conn_param *cp)
+{
+	int err = fn(cid->real, cp) ? errno : 0;
+
+	cma_fwd_sync(cid);
+	if (!err)
+		cid->state = CMA_MPA;
+	return err;
+}
+
+/* Both sides: the QP MPA runs on (iWARP has no QP-less connect or accept),
+ * IRD/ORD and the private data to send. */
+static int conn_prepare(struct cma_id *cid, const struct rdma_conn_param *cp,
+			struct ibv_qp **qp)
+{
+	int err;
+
+	*qp = conn_qp(cid, cp);
+	if (!*qp)
+		return EINVAL;
+	err = conn_params(cid, cp, &cid->ird, &cid->ord);
+	if (!err)
+		keep_pd(cid, cp);
+	return err;
+}
+
 SWIW_EXPORT int rdma_connect(struct rdma_cm_id *id,
 			     struct rdma_conn_param *conn_param)
 {
@@ -480,26 +509,16 @@ SWIW_EXPORT int rdma_connect(struct rdma_cm_id *id,
 		return cma_err(EINVAL);
 	pthread_mutex_lock(&cma_lock);
 	if (cid->real) {
-		err = cma_real()->connect(cid->real, conn_param) ? errno : 0;
-		cma_fwd_sync(cid);
-		if (!err)
-			cid->state = CMA_MPA;
+		err = fwd_conn(cid, cma_real()->connect, conn_param);
 		goto out;
 	}
 	if ((cid->state != CMA_ROUTE && cid->state != CMA_ADDR) || !cid->dev) {
 		err = EINVAL;
 		goto out;
 	}
-	qp = conn_qp(cid, conn_param);
-	if (!qp) {
-		/* iWARP needs the QP for MPA: no QP-less connect. */
-		err = EINVAL;
-		goto out;
-	}
-	err = conn_params(cid, conn_param, &cid->ird, &cid->ord);
+	err = conn_prepare(cid, conn_param, &qp);
 	if (err)
 		goto out;
-	keep_pd(cid, conn_param);
 	cid->qpn = qp->qp_num;
 	if (cid->fd < 0) {
 		struct sockaddr_storage src = id->route.addr.src_storage;
@@ -551,25 +570,16 @@ SWIW_EXPORT int rdma_accept(struct rdma_cm_id *id,
 		return cma_err(EINVAL);
 	pthread_mutex_lock(&cma_lock);
 	if (cid->real) {
-		err = cma_real()->accept(cid->real, conn_param) ? errno : 0;
-		cma_fwd_sync(cid);
-		if (!err)
-			cid->state = CMA_MPA;
+		err = fwd_conn(cid, cma_real()->accept, conn_param);
 		goto out;
 	}
 	if (cid->state != CMA_REQ) {
 		err = EINVAL;
 		goto out;
 	}
-	qp = conn_qp(cid, conn_param);
-	if (!qp) {
-		err = EINVAL;
-		goto out;
-	}
-	err = conn_params(cid, conn_param, &cid->ird, &cid->ord);
+	err = conn_prepare(cid, conn_param, &qp);
 	if (err)
 		goto out;
-	keep_pd(cid, conn_param);
 	if (cid->tos >= 0)
 		setsockopt(cid->fd, IPPROTO_IP, IP_TOS, &cid->tos, sizeof(int));
 	fd = cid->fd;
