@@ -11,7 +11,6 @@
 #include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 
 #include "swiw.h"
 #include "swiw_stream.h"
@@ -75,27 +74,6 @@ void swiw_cm_report(struct swiw_stream *s, int type, int status)
 		ev.status = status;
 	if (s->cm_cb)
 		s->cm_cb(s->cm_arg, &ev);
-}
-
-/* After MPA events: the deadline of the state MPA is in now. */
-void swiw_cm_mpa_deadline(struct swiw_stream *s)
-{
-	enum swiw_mpa_deadline dl;
-	struct timespec ts;
-	uint32_t ms = 0;
-
-	dl = s->failed || !s->mpa_phase ? SWIW_MPA_DL_NONE :
-					  swiw_mpa_deadline(&s->mpa, &ms);
-	if (dl == s->mpa_dl)
-		return;
-	s->mpa_dl = (uint8_t)dl;
-	if (dl == SWIW_MPA_DL_NONE) {
-		s->mpa_due_ns = 0;
-		return;
-	}
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	s->mpa_due_ns = (uint64_t)ts.tv_sec * 1000000000u +
-			(uint64_t)ts.tv_nsec + (uint64_t)ms * 1000000u;
 }
 
 int swiw_cm_attach(struct ibv_qp *ibqp, int fd, const struct swiw_cm_params *p)

@@ -458,6 +458,30 @@ static bool bk_rejected(struct swiw_stream *s)
 	return false;
 }
 
+/*
+ * After MPA events: the deadline of the state MPA is in now, for every
+ * stream (broker and CM alike), so that no MPA wait lasts for ever.
+ */
+static void mpa_deadline(struct swiw_stream *s)
+{
+	enum swiw_mpa_deadline dl;
+	struct timespec ts;
+	uint32_t ms = 0;
+
+	dl = s->failed || !s->mpa_phase ? SWIW_MPA_DL_NONE :
+					  swiw_mpa_deadline(&s->mpa, &ms);
+	if (dl == s->mpa_dl)
+		return;
+	s->mpa_dl = (uint8_t)dl;
+	if (dl == SWIW_MPA_DL_NONE) {
+		s->mpa_due_ns = 0;
+		return;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	s->mpa_due_ns = (uint64_t)ts.tv_sec * 1000000000u +
+			(uint64_t)ts.tv_nsec + (uint64_t)ms * 1000000u;
+}
+
 void swiw_stream_mpa_events(struct swiw_stream *s)
 {
 	const struct swiw_mpa_outcome *o = swiw_mpa_outcome(&s->mpa);
@@ -543,8 +567,7 @@ void swiw_stream_mpa_events(struct swiw_stream *s)
 				swiw_cm_report(s, SWIW_CM_ESTABLISHED, 0);
 		}
 	}
-	if (s->cm)
-		swiw_cm_mpa_deadline(s);
+	mpa_deadline(s);
 }
 
 static void mpa_rx(struct swiw_stream *s)

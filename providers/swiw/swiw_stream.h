@@ -112,8 +112,7 @@ struct swiw_stream {
 	struct swiw_engine_bk bk;
 	/*
 	 * Connected by the CM (swiw_cm.c): what it brings to MPA, who hears
-	 * how it went (once, then DISCONNECTED once after ESTABLISHED), and
-	 * the MPA deadline (swiw_mpa_deadline) as a clock time.
+	 * how it went (once, then DISCONNECTED once after ESTABLISHED).
 	 */
 	bool cm;
 	bool cm_up; /* ESTABLISHED was reported */
@@ -124,6 +123,7 @@ struct swiw_stream {
 	uint8_t cm_pd[SWIW_MPA_PD_MAX];
 	const uint8_t *cm_req; /* stream_start only */
 	uint16_t cm_req_len;
+	/* Every stream: the MPA deadline (swiw_mpa_deadline) as clock time. */
 	uint8_t mpa_dl; /* enum swiw_mpa_deadline armed */
 	uint64_t mpa_due_ns;
 
@@ -242,7 +242,6 @@ int swiw_stream_mpa_cfg(struct swiw_mpa_cfg *c);
 struct swiw_stream *swiw_streams_first(void);
 /* swiw_cm.c: what the CM hears; under the engine lock */
 void swiw_cm_report(struct swiw_stream *s, int type, int status);
-void swiw_cm_mpa_deadline(struct swiw_stream *s);
 /*
  * The stream ends: TERMINATE for @v (best effort), the QP to error, the
  * send WR the failure concerns with @sq_status (-1: none), the receive
