@@ -164,13 +164,13 @@ static int check_recvs(struct ibv_cq *cq, uint64_t base, int nwr, uint32_t len)
 }
 
 /*
- * A stream of @NWR WRs as WR lists of ten: 1 MiB WRITEs and (every
- * eighth) 4 KiB SENDs, two in three signaled, @sig set to match. WR
- * @bad_at, if >= 0, is replaced by @bad. Returns the number of SENDs,
- * those ahead of @bad_at in @nsend_before.
+ * WRs @from..@to-1 of a stream of @NWR as WR lists of ten: 1 MiB WRITEs
+ * and (every eighth) 4 KiB SENDs, two in three signaled, @sig set to
+ * match. WR @bad_at, if >= 0, is replaced by @bad. Returns the number of
+ * SENDs, adding those ahead of @bad_at to @nsend_before.
  */
-static int post_stream(struct fx *f, bool *sig, int bad_at,
-		       const struct ibv_send_wr *bad, int *nsend_before)
+static int post_range(struct fx *f, bool *sig, int from, int to, int bad_at,
+		      const struct ibv_send_wr *bad, int *nsend_before)
 {
 	struct ibv_sge wsge, ssge;
 	struct ibv_send_wr wr[10], *badwr;
@@ -179,8 +179,7 @@ static int post_stream(struct fx *f, bool *sig, int bad_at,
 	wsge = (struct ibv_sge){ (uintptr_t)f->asrc, 1u << 20, f->asmr->lkey };
 	ssge = (struct ibv_sge){ (uintptr_t)f->asrc + (2u << 20), 4096,
 				 f->asmr->lkey };
-	*nsend_before = 0;
-	for (i = 0; i < NWR; i += 10) {
+	for (i = from; i < to; i += 10) {
 		for (k = 0; k < 10; k++) {
 			int id = i + k;
 			bool send = id % 8 == 7;
@@ -216,6 +215,32 @@ static int post_stream(struct fx *f, bool *sig, int bad_at,
 	return nsend;
 }
 
+/* The whole stream at once. */
+static int post_stream(struct fx *f, bool *sig, int bad_at,
+		       const struct ibv_send_wr *bad, int *nsend_before)
+{
+	*nsend_before = 0;
+	return post_range(f, sig, 0, NWR, bad_at, bad, nsend_before);
+}
+
+/*
+ * The stream cut by @cut once its first completion is in: only the head
+ * goes before the cut, the rest after it, so that a test thread
+ * descheduled past the first completion cannot let the whole stream
+ * succeed before the cut (the tail always meets it). Returns the SENDs.
+ */
+#define NWR_AHEAD 40
+static int post_cut_stream(struct fx *f, bool *sig, struct ibv_wc *wc,
+			   void (*cut)(struct fx *f))
+{
+	int nsend, before = 0;
+
+	nsend = post_range(f, sig, 0, NWR_AHEAD, -1, NULL, &before);
+	assert_int_equal(rt_wait(f->ascq, wc, 1, 5000), 1);
+	cut(f);
+	return nsend + post_range(f, sig, NWR_AHEAD, NWR, -1, NULL, &before);
+}
+
 /* @nrecv 64 KiB receives on @qp, ids @base.. */
 static void post_recvs(struct ibv_qp *qp, uint8_t *buf, struct ibv_mr *mr,
 		       uint64_t base, int nrecv)
@@ -247,25 +272,34 @@ static void check_post_in_err(struct ibv_qp *qp, struct ibv_cq *scq,
 #define NRECV_B 64
 #define NRECV_A 32
 
+static void cut_to_err(struct fx *f)
+{
+	assert_int_equal(rt_set_state(f->a, IBV_QPS_ERR), 0);
+}
+
+static void cut_destroy_peer(struct fx *f)
+{
+	assert_int_equal(ibv_destroy_qp(f->b), 0);
+	f->b = NULL;
+}
+
 /* 1a: the application moves a QP to ERR with a stream outstanding. */
 static void test_flush_on_err(void **state)
 {
 	struct fx *f = *state;
 	static struct ibv_wc wc[2 * DEPTH];
 	bool sig[NWR];
-	int n, e, nsend, before;
+	int n, e, nsend;
 
 	post_recvs(f->b, f->bdst, f->bdmr, 1000, NRECV_B);
 	post_recvs(f->a, f->adst, f->admr, 2000, NRECV_A);
-	nsend = post_stream(f, sig, -1, NULL, &before);
-	assert_true(nsend < NRECV_B);
 	/* Mid-stream: once the first completion is in. */
-	assert_int_equal(rt_wait(f->ascq, wc, 1, 5000), 1);
-	assert_int_equal(rt_set_state(f->a, IBV_QPS_ERR), 0);
+	nsend = post_cut_stream(f, sig, wc, cut_to_err);
+	assert_true(nsend < NRECV_B);
 	n = 1 + rt_drain(f->ascq, wc + 1, 2 * DEPTH - 1, NWR - 1, 10000);
 	/* Flushed by the move to ERR: WR_FLUSH_ERR from the first on. */
 	e = rt_check_stream(wc, n, NWR, sig, IBV_WC_WR_FLUSH_ERR);
-	assert_true(e < NWR); /* 400 MiB cannot have gone already */
+	assert_true(e < NWR); /* the tail came after the cut */
 	assert_int_equal(check_recvs(f->arcq, 2000, NRECV_A, 0), 0);
 	assert_int_equal(rt_state(f->a), IBV_QPS_ERR);
 	check_post_in_err(f->a, f->ascq, f->arcq, f->admr);
@@ -285,15 +319,12 @@ static void test_flush_peer_destroyed(void **state)
 	struct fx *f = *state;
 	static struct ibv_wc wc[2 * DEPTH];
 	bool sig[NWR];
-	int n, e, before;
+	int n, e;
 
 	post_recvs(f->b, f->bdst, f->bdmr, 1000, NRECV_B);
 	post_recvs(f->a, f->adst, f->admr, 2000, NRECV_A);
-	post_stream(f, sig, -1, NULL, &before);
 	/* Mid-stream: once the first completion is in. */
-	assert_int_equal(rt_wait(f->ascq, wc, 1, 5000), 1);
-	assert_int_equal(ibv_destroy_qp(f->b), 0);
-	f->b = NULL;
+	post_cut_stream(f, sig, wc, cut_destroy_peer);
 	n = 1 + rt_drain(f->ascq, wc + 1, 2 * DEPTH - 1, NWR - 1, 10000);
 	/* The stream is cut: the first failure may be a flush or the lost
 	 * stream's own error; everything behind it flushes. */
