@@ -21,7 +21,7 @@ fi
 # Files that cannot carry a comment are exempt.
 for f in $files; do
 	case "$f" in
-	*.md | .gitignore | */corpus/* | debian/compat | debian/source/format) continue ;;
+	*.md | .gitignore | */corpus/* | debian/changelog | debian/copyright | debian/source/format) continue ;;
 	esac
 	[ -f "$f" ] || continue
 	if ! head -n 3 "$f" | grep -q 'SPDX-License-Identifier: '; then
