@@ -8,8 +8,10 @@
 #   run.sh [--module FILE.ko]... [--timeout S] [--env NAME=VALUE]...
 #          [--mem MB] [--smp N] [--console] [--interactive] [--keep DIR]
 #          -- COMMAND...
+#   run.sh --kver
 #
 #   --keep DIR: what the guest wrote under /tmp/out/keep is copied to DIR
+#   --kver: prints the kernel ABI a run would boot (SWIW_VM_KVER's rules)
 #
 # Environment:
 #   SWIW_VM_CACHE  where the kernel, its module trees and the initramfs are
@@ -44,8 +46,13 @@ SMP=2
 CONSOLE=0
 INTERACTIVE=0
 KEEP_DIR=''
+PRINT_KVER=0
 while [ $# -gt 0 ]; do
 	case $1 in
+	--kver)
+		PRINT_KVER=1
+		shift
+		;;
 	--module)
 		[ $# -ge 2 ] || usage
 		MODULES+=("$2")
@@ -92,7 +99,7 @@ while [ $# -gt 0 ]; do
 	*) break ;;
 	esac
 done
-[ $# -gt 0 ] || [ "$INTERACTIVE" -eq 1 ] || usage
+[ $# -gt 0 ] || [ "$INTERACTIVE" -eq 1 ] || [ "$PRINT_KVER" -eq 1 ] || usage
 [ $# -gt 0 ] || set -- bash -l
 [ -n "$TIMEOUT" ] || [ "$INTERACTIVE" -eq 1 ] || TIMEOUT=600
 
@@ -168,6 +175,10 @@ pick_kver() {
 }
 KVER=$(pick_kver) || exit 125
 [[ $KVER =~ ^[0-9][0-9a-z.+-]*$ ]] || die "bad kernel version '$KVER'"
+if [ "$PRINT_KVER" -eq 1 ]; then
+	echo "$KVER"
+	exit 0
+fi
 
 KROOT=$CACHE/kernel-$KVER
 if [ ! -e "$KROOT/.complete" ]; then

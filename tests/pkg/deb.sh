@@ -1,0 +1,95 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# pkg.deb: `dpkg-buildpackage -b -us -uc` in a clean export of the
+# checkout builds swiw, swiw-dkms and swiw-dev; lintian (pedantic and
+# experimental tags shown) reports no error and no warning that is not
+# overridden with a reason, for the binaries and the source; each .deb ships exactly the files its list
+# here names; the provider pins the libibverbs release it was built for;
+# the only maintainer scripts are dh_dkms's.
+#
+#   deb.sh SRC OUT    (the .debs are left in OUT for pkg.install)
+set -uo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/pkg_lib.sh"
+
+SRC=$(cd "$1" && pwd)
+OUT=$2
+VERSION=$(pkg_version "$SRC")
+[ -n "$VERSION" ] || pkg_die "no project version in $SRC/CMakeLists.txt"
+for c in dpkg-buildpackage dh dh_dkms lintian; do
+	command -v "$c" >/dev/null || pkg_die "'$c' is missing (bash .ci/deps installs it)"
+done
+
+rm -rf "$OUT" && mkdir -p "$OUT" || pkg_die "cannot make $OUT"
+pkg_export_tree "$SRC" "$OUT/swiw-$VERSION" || pkg_die "cannot export $SRC"
+
+# The source package too, from the clean tree, for lintian's source checks.
+(cd "$OUT" && dpkg-source -b "swiw-$VERSION") >"$OUT/source.log" 2>&1 || {
+	cat "$OUT/source.log"
+	pkg_die "dpkg-source -b failed"
+}
+dsc=$OUT/swiw_$VERSION.dsc
+
+pkg_say "dpkg-buildpackage -b -us -uc (log: $OUT/build.log)"
+start=$(date +%s)
+if ! (cd "$OUT/swiw-$VERSION" &&
+	DEB_BUILD_OPTIONS="parallel=$(nproc)" dpkg-buildpackage -b -us -uc) \
+	>"$OUT/build.log" 2>&1; then
+	tail -40 "$OUT/build.log"
+	pkg_die "dpkg-buildpackage failed"
+fi
+pkg_say "built in $(($(date +%s) - start)) s:"
+(cd "$OUT" && ls -1 ./*.deb) | sed 's|^\./|    |'
+grep -E '^[0-9]+% tests passed' "$OUT/build.log" | sed 's/^/    build-time tests: /'
+
+arch=$(dpkg --print-architecture)
+changes=$OUT/swiw_${VERSION}_$arch.changes
+[ -r "$changes" ] || pkg_die "no $changes"
+
+pkg_say "lintian -I -E --pedantic --show-overrides:"
+lintian -I -E --pedantic --show-overrides "$changes" "$dsc" >"$OUT/lintian.txt" 2>&1
+grep -v '^running with root privileges' "$OUT/lintian.txt" |
+	grep -Ev '^(N|O): ' | sed 's/^/    /'
+# Overrides by tag, with how often each applied (the reasons are in debian/).
+sed -nE 's/^O: ([^ ]+ [^ ]+) ([^ ]+) .*/\1 \2/p' "$OUT/lintian.txt" | sort | uniq -c |
+	sed 's/^ */    overridden: /'
+if grep -Eq '^[EW]: ' "$OUT/lintian.txt"; then
+	pkg_fail "lintian reports errors or warnings that are not overridden"
+else
+	pkg_say "lintian: no error, no warning ($(grep -c '^O: ' "$OUT/lintian.txt") overridden, each with a reason in debian/)"
+fi
+
+for pkg in swiw swiw-dkms swiw-dev; do
+	deb=$(ls "$OUT/${pkg}_${VERSION}"_*.deb 2>/dev/null | head -1)
+	[ -n "$deb" ] || {
+		pkg_fail "no .deb for $pkg"
+		continue
+	}
+	pkg_expand "$HERE/$pkg.deb.files" "$SRC" "$VERSION" >"$OUT/$pkg.expected"
+	dpkg-deb -c "$deb" | awk '$1 !~ /^d/ { print $6 }' | sed 's|^\./|/|' |
+		sort >"$OUT/$pkg.shipped"
+	pkg_compare "$pkg" "$OUT/$pkg.expected" "$OUT/$pkg.shipped"
+	scripts=$(dpkg-deb --ctrl-tarfile "$deb" | tar -t | sed 's|^\./||' |
+		grep -Ev '^(|control|md5sums|conffiles)$' | sort | tr '\n' ' ')
+	want=''
+	[ "$pkg" != swiw-dkms ] || want='postinst prerm '
+	[ "$scripts" = "$want" ] ||
+		pkg_fail "$pkg has maintainer files '$scripts', expected '$want'"
+done
+
+deb=$OUT/swiw_${VERSION}_$arch.deb
+dep=$(dpkg-deb -f "$deb" Depends)
+pkg_say "swiw Depends: $dep"
+grep -q 'libibverbs1 (>= 44)' <<<"$dep" && grep -q 'libibverbs1 (<< 45~)' <<<"$dep" ||
+	pkg_fail "swiw does not pin libibverbs1 44"
+# The pin matches the libibverbs the provider was built against.
+built=$(dpkg-query -W -f='${Version}' libibverbs-dev)
+[[ $built == 44.* ]] || pkg_fail "built against libibverbs-dev $built, but the pin says 44"
+dpkg-deb -f "$deb" Conffiles >/dev/null
+dpkg-deb --ctrl-tarfile "$deb" | tar -xOf - ./conffiles 2>/dev/null |
+	grep -qx /etc/swiw/swiw.conf || pkg_fail "/etc/swiw/swiw.conf is not a conffile"
+dep=$(dpkg-deb -f "$OUT/swiw-dkms_${VERSION}_all.deb" Depends)
+pkg_say "swiw-dkms Depends: $dep"
+grep -q '^dkms' <<<"$dep" || pkg_fail "swiw-dkms does not depend on dkms"
+
+pkg_end

@@ -1,0 +1,125 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# pkg.install, the guest side (install.sh runs it in the VM lab): the clean
+# Debian root install.sh made, with swiw installed, gets a writable
+# overlay (tmpfs over the read-only 9p view, so the host's copy stays
+# as it was); in it, as a user would: dpkg -i swiw-dkms, which has DKMS
+# build swiw.ko against the guest kernel's headers and install it;
+# modprobe swiw; swiw-run ibv_devinfo names the kernel helper; an
+# ibv_rc_pingpong pair runs on it; the module unloads and the kernel log
+# is clean.
+#
+#   install_guest.sh ROOT VERSION
+. "$(dirname "$0")/../vm/guest_lib.sh"
+
+ROOT=$1
+VERSION=$2
+N=/run/pkg/root
+LAB_TIMEOUT=120
+
+in_root() {
+	chroot "$N" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
+		DEBIAN_FRONTEND=noninteractive "$@"
+}
+
+t_root() {
+	lab_lo_up
+	lab_modprobe overlay
+	mkdir -p /run/pkg/upper /run/pkg/work "$N" &&
+		mount -t overlay overlay \
+			-o "lowerdir=$ROOT,upperdir=/run/pkg/upper,workdir=/run/pkg/work" "$N" ||
+		lab_fail "cannot mount the overlay on $ROOT"
+	# The lab's devtmpfs lacks what udev would add; DKMS needs /dev/fd.
+	[ -e /dev/fd ] || ln -s /proc/self/fd /dev/fd || lab_fail "no /dev/fd"
+	mount -t proc proc "$N/proc" && mount -t sysfs sys "$N/sys" &&
+		mount --bind /dev "$N/dev" && mount --bind /dev/pts "$N/dev/pts" &&
+		mount -t tmpfs tmpfs "$N/run" && mount -t tmpfs tmpfs "$N/tmp" ||
+		lab_fail "cannot mount /proc, /sys, /dev, /run, /tmp in the root"
+	# The kernel's own modules, as linux-image would have installed them,
+	# so that DKMS's depmod and modprobe see swiw.ko's dependencies.
+	local K=/lib/modules/$(uname -r)
+	mkdir -p "$N$K/kernel" && mount --bind "$K/kernel" "$N$K/kernel" &&
+		cp "$K"/modules.order "$K"/modules.builtin "$K"/modules.builtin.modinfo "$N$K/" ||
+		lab_fail "cannot put the kernel's modules into the root"
+	in_root dpkg-query -W -f='${Package} ${Version} ${Status}\n' swiw dkms \
+		"linux-headers-$(uname -r)" | sed 's/^/# /'
+	[ -e "$N/lib/modules/$(uname -r)/build" ] ||
+		lab_fail "no headers for $(uname -r) in the root"
+}
+
+# DKMS builds under TCG: minutes, not seconds.
+t_dkms() {
+	local out
+
+	out=$(LAB_TIMEOUT=900 lab_run chroot "$N" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
+		HOME=/root LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive \
+		dpkg -i "/var/cache/swiw-debs/swiw-dkms_${VERSION}_all.deb" 2>&1)
+	rc=$?
+	echo "$out" | tail -25
+	[ $rc -eq 0 ] || lab_fail "dpkg -i swiw-dkms: exit $rc"
+	out=$(in_root dkms status swiw 2>&1)
+	echo "# dkms status: $out"
+	grep -q "swiw/$VERSION, $(uname -r), .*: installed" <<<"$out" ||
+		lab_fail "DKMS did not install swiw for $(uname -r)"
+}
+
+t_load() {
+	local ko
+
+	ko=$(in_root modinfo -n swiw 2>&1)
+	[ "$ko" = "/lib/modules/$(uname -r)/updates/dkms/swiw.ko" ] ||
+		lab_fail "modinfo -n swiw: $ko"
+	lab_run chroot "$N" modprobe swiw || lab_fail "modprobe swiw"
+	[ -c /dev/swiw ] || lab_fail "no /dev/swiw after modprobe"
+	echo "# $ko"
+}
+
+t_devinfo() {
+	local out
+
+	out=$(lab_run chroot "$N" env -i PATH=/usr/bin:/bin HOME=/root \
+		swiw-run ibv_devinfo -v -d swiw_lo 2>&1) || lab_fail "ibv_devinfo: $out"
+	grep -Eq 'fw_ver:[[:space:]]+swiw [0-9.]+ kernel helper' <<<"$out" ||
+		lab_fail "fw_ver does not name the kernel helper: $(grep fw_ver <<<"$out")"
+	echo "# $(grep fw_ver <<<"$out" | sed 's/^[[:space:]]*//')"
+}
+
+t_pingpong() {
+	local port=18515 spid rc crc
+
+	in_root timeout 120 swiw-run ibv_rc_pingpong -d swiw_lo -g 0 -p $port \
+		>/tmp/pp-server.txt 2>&1 &
+	spid=$!
+	sleep 2
+	in_root timeout 120 swiw-run ibv_rc_pingpong -d swiw_lo -g 0 -p $port 127.0.0.1 \
+		>/tmp/pp-client.txt 2>&1
+	crc=$?
+	wait $spid
+	rc=$?
+	sed 's/^/server: /' /tmp/pp-server.txt
+	sed 's/^/client: /' /tmp/pp-client.txt
+	[ $rc -eq 0 ] && [ $crc -eq 0 ] || lab_fail "server exit $rc, client exit $crc"
+	grep -q 'bytes in .* seconds' /tmp/pp-client.txt || lab_fail "no transfer reported"
+	grep 'bytes in' /tmp/pp-client.txt | sed 's/^/# client: /'
+}
+
+t_unload() {
+	local i
+
+	# The broker of the pair exits 3 s after its last client.
+	for i in $(seq 100); do
+		[ "$(cat /sys/module/swiw/refcnt)" -eq 0 ] && break
+		sleep 0.1
+	done
+	lab_swiw_unload
+}
+
+lab_note "guest $(uname -r), root $ROOT"
+lab_test root t_root || lab_summary || exit 1
+lab_test dkms t_dkms || lab_summary || exit 1
+lab_test modprobe t_load || lab_summary || exit 1
+lab_test devinfo.kernel t_devinfo
+lab_test pingpong.kernel t_pingpong
+lab_test unload t_unload
+lab_test dmesg lab_dmesg_clean
+lab_summary

@@ -1,0 +1,114 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# Sourced by the package tests (deb.sh, rpm.sh, install.sh).
+
+pkg_fails=0
+
+pkg_say() {
+	echo "pkg: $*"
+}
+
+# A check that failed: the test goes on and fails at the end.
+pkg_fail() {
+	echo "pkg: FAIL: $*"
+	pkg_fails=$((pkg_fails + 1))
+}
+
+# Something the test cannot go on without.
+pkg_die() {
+	echo "pkg: FAIL: $*"
+	exit 1
+}
+
+pkg_end() {
+	if [ "$pkg_fails" -eq 0 ]; then
+		pkg_say "all checks passed"
+		exit 0
+	fi
+	pkg_say "$pkg_fails check(s) failed"
+	exit 1
+}
+
+# The version CMakeLists.txt gives the project.
+pkg_version() {
+	sed -nE 's/^project\(swiw VERSION ([0-9.]+) .*/\1/p' "$1/CMakeLists.txt"
+}
+
+# export_tree SRC DEST: what a clean clone of SRC's working state holds
+# (tracked files and new ones git does not ignore), so that uncommitted
+# work is tested too and nothing built in SRC leaks in.
+pkg_export_tree() {
+	local src=$1 dest=$2
+
+	rm -rf "$dest" && mkdir -p "$dest" || return 1
+	if git -C "$src" rev-parse --git-dir >/dev/null 2>&1; then
+		(cd "$src" && git ls-files -z --cached --others --exclude-standard |
+			xargs -0 -r sh -c 'for f; do [ -e "$f" ] && printf "%s\0" "$f"; done' sh |
+			tar --null -cf - -T -) | tar -xf - -C "$dest"
+	else
+		(cd "$src" && find . -path './build*' -prune -o -type f -print0 |
+			tar --null -cf - -T -) | tar -xf - -C "$dest"
+	fi
+}
+
+# The module's sources as DKMS gets them, under /usr/src/swiw-VERSION.
+pkg_dkms_sources() {
+	local src=$1 version=$2 f
+
+	for f in "$src"/kernel/swiw/*.[ch]; do
+		echo "/usr/src/swiw-$version/${f##*/}"
+	done
+	for f in "$src"/providers/swiw/wire/*.[ch]; do
+		echo "/usr/src/swiw-$version/providers/swiw/wire/${f##*/}"
+	done
+	echo "/usr/src/swiw-$version/providers/swiw/swiw_limits.h"
+	echo "/usr/src/swiw-$version/kernel-headers/rdma/swiw-abi.h"
+}
+
+# expand LIST SRC VERSION: the expected paths (shell patterns), one a line.
+pkg_expand() {
+	local list=$1 src=$2 version=$3 multiarch
+
+	multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null)
+	grep -v '^#' "$list" | grep -v '^$' | while IFS= read -r line; do
+		if [ "$line" = @DKMS_SOURCES@ ]; then
+			pkg_dkms_sources "$src" "$version"
+			continue
+		fi
+		line=${line//@VERSION@/$version}
+		echo "${line//@MULTIARCH@/$multiarch}"
+	done
+}
+
+# compare NAME EXPECTED ACTUAL: every file shipped is expected and every
+# expected pattern matches a file shipped. Lists both ways on failure.
+pkg_compare() {
+	local name=$1 expected=$2 actual=$3 f p ok=1 hit
+	local -a pats files
+
+	mapfile -t pats <"$expected"
+	mapfile -t files <"$actual"
+	for f in "${files[@]}"; do
+		hit=0
+		for p in "${pats[@]}"; do
+			# shellcheck disable=SC2053
+			[[ $f == $p ]] && hit=1 && break
+		done
+		[ $hit -eq 1 ] || {
+			pkg_fail "$name ships $f, which is not in its list"
+			ok=0
+		}
+	done
+	for p in "${pats[@]}"; do
+		hit=0
+		for f in "${files[@]}"; do
+			# shellcheck disable=SC2053
+			[[ $f == $p ]] && hit=1 && break
+		done
+		[ $hit -eq 1 ] || {
+			pkg_fail "$name does not ship $p"
+			ok=0
+		}
+	done
+	[ $ok -eq 1 ] && pkg_say "$name ships exactly its ${#files[@]} listed files"
+	return 0
+}
