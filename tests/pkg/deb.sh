@@ -12,13 +12,8 @@ set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/pkg_lib.sh"
 
-SRC=$(cd "$1" && pwd)
-OUT=$2
-VERSION=$(pkg_version "$SRC")
-[ -n "$VERSION" ] || pkg_die "no project version in $SRC/CMakeLists.txt"
-for c in dpkg-buildpackage dh dh_dkms lintian; do
-	command -v "$c" >/dev/null || pkg_die "'$c' is missing (bash .ci/deps installs it)"
-done
+pkg_args "$@"
+pkg_need dpkg-buildpackage dh dh_dkms lintian
 
 rm -rf "$OUT" && mkdir -p "$OUT" || pkg_die "cannot make $OUT"
 pkg_export_tree "$SRC" "$OUT/swiw-$VERSION" || pkg_die "cannot export $SRC"

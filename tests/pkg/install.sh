@@ -24,15 +24,11 @@ set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/pkg_lib.sh"
 
-SRC=$(cd "$1" && pwd)
+pkg_args "$1" "$3"
 DEBS=$(cd "$2" && pwd) || pkg_die "no .deb directory $2 (pkg.deb makes it)"
-OUT=$3
-VERSION=$(pkg_version "$SRC")
 ARCH=$(dpkg --print-architecture)
 [ "$(id -u)" -eq 0 ] || pkg_die "needs root (debootstrap, chroot, mounts)"
-for c in debootstrap chroot unshare ip; do
-	command -v "$c" >/dev/null || pkg_die "'$c' is missing (bash .ci/deps installs it)"
-done
+pkg_need debootstrap chroot ip
 for f in "swiw_${VERSION}_$ARCH" "swiw-dev_${VERSION}_all" "swiw-dkms_${VERSION}_all"; do
 	[ -r "$DEBS/$f.deb" ] || pkg_die "$DEBS/$f.deb is missing (pkg.deb builds it)"
 done

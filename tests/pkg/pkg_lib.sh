@@ -33,6 +33,24 @@ pkg_version() {
 	sed -nE 's/^project\(swiw VERSION ([0-9.]+) .*/\1/p' "$1/CMakeLists.txt"
 }
 
+# pkg_args SRC OUT: sets SRC (absolute), OUT and VERSION for a test.
+pkg_args() {
+	[ $# -ge 2 ] || pkg_die "usage: $0 SRC OUT"
+	SRC=$(cd "$1" && pwd) || pkg_die "no source tree $1"
+	OUT=$2
+	VERSION=$(pkg_version "$SRC")
+	[ -n "$VERSION" ] || pkg_die "no project version in $SRC/CMakeLists.txt"
+}
+
+# pkg_need COMMAND...: each is installed (.ci/deps installs them all).
+pkg_need() {
+	local c
+
+	for c; do
+		command -v "$c" >/dev/null || pkg_die "'$c' is missing (bash .ci/deps installs it)"
+	done
+}
+
 # export_tree SRC DEST: what a clean clone of SRC's working state holds
 # (tracked files and new ones git does not ignore), so that uncommitted
 # work is tested too and nothing built in SRC leaks in.
@@ -79,35 +97,38 @@ pkg_expand() {
 	done
 }
 
-# compare NAME EXPECTED ACTUAL: every file shipped is expected and every
-# expected pattern matches a file shipped. Lists both ways on failure.
+# pkg_matches WORD PATTERN...: some PATTERN matches WORD.
+pkg_matches() {
+	local w=$1 p
+
+	shift
+	for p; do
+		# shellcheck disable=SC2053
+		[[ $w == $p ]] && return 0
+	done
+	return 1
+}
+
+# pkg_compare NAME EXPECTED ACTUAL: every file shipped is expected and
+# every expected pattern matches a file shipped.
 pkg_compare() {
-	local name=$1 expected=$2 actual=$3 f p ok=1 hit
+	local name=$1 f p ok=1
 	local -a pats files
 
-	mapfile -t pats <"$expected"
-	mapfile -t files <"$actual"
+	mapfile -t pats <"$2"
+	mapfile -t files <"$3"
 	for f in "${files[@]}"; do
-		hit=0
-		for p in "${pats[@]}"; do
-			# shellcheck disable=SC2053
-			[[ $f == $p ]] && hit=1 && break
-		done
-		[ $hit -eq 1 ] || {
-			pkg_fail "$name ships $f, which is not in its list"
-			ok=0
-		}
+		pkg_matches "$f" "${pats[@]}" && continue
+		pkg_fail "$name ships $f, which is not in its list"
+		ok=0
 	done
 	for p in "${pats[@]}"; do
-		hit=0
 		for f in "${files[@]}"; do
 			# shellcheck disable=SC2053
-			[[ $f == $p ]] && hit=1 && break
+			[[ $f == $p ]] && continue 2
 		done
-		[ $hit -eq 1 ] || {
-			pkg_fail "$name does not ship $p"
-			ok=0
-		}
+		pkg_fail "$name does not ship $p"
+		ok=0
 	done
 	[ $ok -eq 1 ] && pkg_say "$name ships exactly its ${#files[@]} listed files"
 	return 0

@@ -14,11 +14,8 @@ set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/pkg_lib.sh"
 
-SRC=$(cd "$1" && pwd)
-OUT=$2
-VERSION=$(pkg_version "$SRC")
-[ -n "$VERSION" ] || pkg_die "no project version in $SRC/CMakeLists.txt"
-command -v rpmbuild >/dev/null || pkg_die "'rpmbuild' is missing (bash .ci/deps installs rpm)"
+pkg_args "$@"
+pkg_need rpmbuild
 spec_version=$(sed -nE 's/^Version:[[:space:]]+//p' "$SRC/redhat/swiw.spec")
 [ "$spec_version" = "$VERSION" ] ||
 	pkg_fail "redhat/swiw.spec says $spec_version, CMakeLists.txt $VERSION"
