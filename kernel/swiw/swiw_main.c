@@ -193,3 +193,4 @@ module_exit(swiw_exit);
 MODULE_DESCRIPTION("swiw software iWARP RNIC: kernel helper (/dev/swiw)");
 MODULE_AUTHOR("swiw developers");
 MODULE_LICENSE("Dual BSD/GPL");
+MODULE_VERSION(SWIW_KMOD_VERSION);

@@ -67,7 +67,7 @@ echo "ok: the warning check catches the canary's gcc and sparse warnings"
 # where it is, Kbuild compiles it from SWIW_TOP.
 build=$out/swiw
 rm -rf "$build" && mkdir -p "$build"
-cp -p "$mod"/Kbuild "$mod"/*.[ch] "$build"/
+cp -p "$mod"/Kbuild "$mod"/dkms.conf "$mod"/*.[ch] "$build"/
 start=$SECONDS
 log=$(kbuild "$build")
 rc=$?
@@ -92,6 +92,12 @@ info=$(modinfo "$ko" 2>/dev/null || /sbin/modinfo "$ko")
 if ! grep -q "^vermagic: *$release " <<<"$info"; then
 	echo "FAIL: vermagic is not $release:"
 	grep vermagic <<<"$info"
+	fail=1
+fi
+# Its version is dkms.conf's, which the packages and CMake share.
+want=$(sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' "$src/kernel/swiw/dkms.conf")
+if ! grep -q "^version: *$want\$" <<<"$info"; then
+	echo "FAIL: modinfo version is not dkms.conf's $want: $(grep '^version' <<<"$info")"
 	fail=1
 fi
 nwire=$(ls "$src"/providers/swiw/wire/*.c | wc -l)

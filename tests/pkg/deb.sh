@@ -14,6 +14,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 
 pkg_args "$@"
 pkg_need dpkg-buildpackage dh dh_dkms lintian
+pkg_same_version "$(dpkg-parsechangelog -l "$SRC/debian/changelog" -SVersion)" debian/changelog
 
 rm -rf "$OUT" && mkdir -p "$OUT" || pkg_die "cannot make $OUT"
 pkg_export_tree "$SRC" "$OUT/swiw-$VERSION" || pkg_die "cannot export $SRC"

@@ -64,14 +64,16 @@ t_dkms() {
 }
 
 t_load() {
-	local ko
+	local ko v
 
 	ko=$(in_root modinfo -n swiw 2>&1)
 	[ "$ko" = "/lib/modules/$(uname -r)/updates/dkms/swiw.ko" ] ||
 		lab_fail "modinfo -n swiw: $ko"
+	v=$(in_root modinfo -F version swiw 2>&1)
+	[ "$v" = "$VERSION" ] || lab_fail "modinfo -F version swiw: '$v', not $VERSION"
 	lab_run chroot "$N" modprobe swiw || lab_fail "modprobe swiw"
 	[ -c /dev/swiw ] || lab_fail "no /dev/swiw after modprobe"
-	echo "# $ko"
+	echo "# $ko, version $v"
 }
 
 # debian/tests/smoke (install.sh put it in the root): ibv_devinfo names

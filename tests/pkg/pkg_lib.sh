@@ -42,6 +42,17 @@ pkg_args() {
 	[ -n "$VERSION" ] || pkg_die "no project version in $SRC/CMakeLists.txt"
 }
 
+# pkg_same_version VERSION WHERE: WHERE gives the version CMakeLists.txt
+# and kernel/swiw/dkms.conf give (the module's and the packages' are one).
+pkg_same_version() {
+	local dkms
+
+	dkms=$(sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' "$SRC/kernel/swiw/dkms.conf")
+	[ "$dkms" = "$VERSION" ] ||
+		pkg_fail "kernel/swiw/dkms.conf says $dkms, CMakeLists.txt $VERSION"
+	[ "$1" = "$VERSION" ] || pkg_fail "$2 says $1, CMakeLists.txt $VERSION"
+}
+
 # pkg_need COMMAND...: each is installed (.ci/deps installs them all).
 pkg_need() {
 	local c

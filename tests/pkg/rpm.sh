@@ -16,9 +16,8 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 
 pkg_args "$@"
 pkg_need rpmbuild
-spec_version=$(sed -nE 's/^Version:[[:space:]]+//p' "$SRC/redhat/swiw.spec")
-[ "$spec_version" = "$VERSION" ] ||
-	pkg_fail "redhat/swiw.spec says $spec_version, CMakeLists.txt $VERSION"
+pkg_same_version "$(sed -nE 's/^Version:[[:space:]]+//p' "$SRC/redhat/swiw.spec")" \
+	redhat/swiw.spec
 
 rm -rf "$OUT" && mkdir -p "$OUT/SOURCES" || pkg_die "cannot make $OUT"
 pkg_export_tree "$SRC" "$OUT/swiw-$VERSION" || pkg_die "cannot export $SRC"
