@@ -81,7 +81,6 @@ grep -q 'libibverbs1 (>= 44)' <<<"$dep" && grep -q 'libibverbs1 (<< 45~)' <<<"$d
 # The pin matches the libibverbs the provider was built against.
 built=$(dpkg-query -W -f='${Version}' libibverbs-dev)
 [[ $built == 44.* ]] || pkg_fail "built against libibverbs-dev $built, but the pin says 44"
-dpkg-deb -f "$deb" Conffiles >/dev/null
 dpkg-deb --ctrl-tarfile "$deb" | tar -xOf - ./conffiles 2>/dev/null |
 	grep -qx /etc/swiw/swiw.conf || pkg_fail "/etc/swiw/swiw.conf is not a conffile"
 dep=$(dpkg-deb -f "$OUT/swiw-dkms_${VERSION}_all.deb" Depends)

@@ -117,8 +117,7 @@ mount -t proc proc "$ROOT/proc" && mount -t sysfs sys "$ROOT/sys" &&
 
 # in_root CMD...: CMD in the root with a minimal environment of its own.
 in_root() {
-	chroot "$ROOT" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
-		DEBIAN_FRONTEND=noninteractive "$@"
+	chroot "$ROOT" "${PKG_ROOT_ENV[@]}" "$@"
 }
 
 pkg_say "apt-get install ./swiw_${VERSION}_$ARCH.deb ./swiw-dev_${VERSION}_all.deb"
@@ -139,8 +138,7 @@ in_root dpkg -L swiw swiw-dev | sort >"$OUT/installed.files"
 # The host part runs in a network namespace of its own.
 ip netns add "$NS" && ip -n "$NS" link set lo up || pkg_die "cannot make netns $NS"
 in_ns() {
-	ip netns exec "$NS" chroot "$ROOT" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
-		HOME=/root LANG=C.UTF-8 "$@"
+	ip netns exec "$NS" chroot "$ROOT" "${PKG_ROOT_ENV[@]}" "$@"
 }
 
 # debian/tests/smoke, the package's autopkgtest: ibv_devinfo and an

@@ -11,6 +11,7 @@
 #
 #   install_guest.sh ROOT VERSION
 . "$(dirname "$0")/../vm/guest_lib.sh"
+. "$(dirname "$0")/pkg_lib.sh"
 
 ROOT=$1
 VERSION=$2
@@ -18,8 +19,7 @@ N=/run/pkg/root
 LAB_TIMEOUT=120
 
 in_root() {
-	chroot "$N" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
-		DEBIAN_FRONTEND=noninteractive "$@"
+	chroot "$N" "${PKG_ROOT_ENV[@]}" "$@"
 }
 
 t_root() {
@@ -51,8 +51,7 @@ t_root() {
 t_dkms() {
 	local out
 
-	out=$(LAB_TIMEOUT=900 lab_run chroot "$N" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
-		HOME=/root LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive \
+	out=$(LAB_TIMEOUT=900 lab_run chroot "$N" "${PKG_ROOT_ENV[@]}" \
 		dpkg -i "/var/cache/swiw-debs/swiw-dkms_${VERSION}_all.deb" 2>&1)
 	rc=$?
 	echo "$out" | tail -25
@@ -81,7 +80,7 @@ t_load() {
 t_smoke() {
 	local out
 
-	out=$(LAB_TIMEOUT=300 lab_run chroot "$N" env -i PATH=/usr/bin:/bin HOME=/root \
+	out=$(LAB_TIMEOUT=300 lab_run chroot "$N" "${PKG_ROOT_ENV[@]}" \
 		/root/swiw-smoke 'kernel helper' 2>&1)
 	rc=$?
 	echo "$out"

@@ -3,6 +3,10 @@
 
 pkg_fails=0
 
+# A command in the test's Debian root gets this environment and no other.
+PKG_ROOT_ENV=(env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8
+	DEBIAN_FRONTEND=noninteractive)
+
 pkg_say() {
 	echo "pkg: $*"
 }
