@@ -116,17 +116,34 @@ SWIW_EXPORT struct rdma_event_channel *rdma_create_event_channel(void)
 	return c ? &c->ch : NULL;
 }
 
+/*
+ * A destroyed channel's memory outlives it by CHAN_GRAVE more destroys:
+ * programs such as rping leave a thread looping on rdma_get_cm_event
+ * while main destroys the channel, and its next call must find the
+ * channel marked dead, not freed memory.
+ */
+#define CHAN_GRAVE 64
+
 static void chan_free(struct cma_chan *c)
 {
+	static struct cma_chan *grave[CHAN_GRAVE];
+	static unsigned int next;
+	struct cma_chan *old;
 	struct cma_event *e;
 
 	cma_fwd_chan_free(c);
+	pthread_mutex_lock(&ev_lock);
+	c->dead = true;
 	while ((e = c->head)) {
 		c->head = e->next;
 		free(e);
 	}
 	close(c->ch.fd);
-	free(c);
+	old = grave[next];
+	grave[next] = c;
+	next = (next + 1) % CHAN_GRAVE;
+	pthread_mutex_unlock(&ev_lock);
+	free(old);
 }
 
 SWIW_EXPORT void rdma_destroy_event_channel(struct rdma_event_channel *ch)
@@ -228,7 +245,10 @@ void cma_engine_cb(void *arg, const struct swiw_cm_event *ev)
  * The count in the fd always equals the queue's length outside ev_lock:
  * an event and its count are taken together, under the lock, so a reader
  * never wakes for an event that a destroy_id withdrew, and one blocked on
- * a channel that goes away stays blocked, as on the kernel's.
+ * a channel that goes away stays blocked, as on the kernel's. One that
+ * comes to a destroyed channel blocks too (until a signal: EINTR), so a
+ * thread left looping on it cannot turn the program's clean exit into an
+ * error exit.
  */
 SWIW_EXPORT int rdma_get_cm_event(struct rdma_event_channel *ch,
 				  struct rdma_cm_event **event)
@@ -240,11 +260,17 @@ SWIW_EXPORT int rdma_get_cm_event(struct rdma_event_channel *ch,
 	if (!ch || !event)
 		return cma_err(EINVAL);
 	c = to_chan(ch);
-	fd = c->ch.fd;
 	for (;;) {
-		struct pollfd p = { .fd = fd, .events = POLLIN };
+		struct pollfd p = { .events = POLLIN };
 
 		pthread_mutex_lock(&ev_lock);
+		if (c->dead) {
+			pthread_mutex_unlock(&ev_lock);
+			pause();
+			return cma_err(EINTR);
+		}
+		fd = c->ch.fd;
+		p.fd = fd;
 		e = c->head;
 		if (e) {
 			c->head = e->next;

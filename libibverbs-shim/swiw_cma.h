@@ -48,6 +48,7 @@ struct cma_chan {
 	struct rdma_event_channel *real;
 	int wake_fd;
 	pthread_t fwd_thread;
+	bool dead; /* destroyed, its memory kept a while (chan_free) */
 };
 
 struct cma_event {

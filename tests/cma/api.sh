@@ -2,7 +2,7 @@
 # cma_api.c under swiw-run: librdmacm's API where the tools do not look
 # (private data limits, reject, no listener, IRD/ORD, disconnect and
 # flushes, a non-blocking channel, destroy with unacked events, EADDRINUSE,
-# UNREACHABLE and CONNECT_ERROR).
+# UNREACHABLE, CONNECT_ERROR, and a read of a destroyed channel).
 . "$(dirname "$0")/../e2e/lib.sh"
 
 [ -x "${CMA_API:-}" ] || fail "CMA_API (the cma_api program) is not set"
@@ -11,4 +11,4 @@ PORT=$((10000 + RANDOM % 20000))
 swiw_run "$CMA_API" "$PORT"
 [ "$RC" -eq 0 ] || fail_last "cma_api failed"
 printf '%s\n' "$OUT"
-assert_count "$OUT" '^ok - ' 7 "cma_api"
+assert_count "$OUT" '^ok - ' 8 "cma_api"

@@ -14,6 +14,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -427,6 +429,57 @@ static void test_port_in_use(void)
 	printf("ok - a listening port in use: EADDRINUSE\n");
 }
 
+struct late_reader {
+	struct rdma_event_channel *ch;
+	int rc, err;
+	int done; /* atomic: read while the thread may still run */
+};
+
+static void *late_get(void *arg)
+{
+	struct late_reader *r = arg;
+	struct rdma_cm_event *ev;
+
+	r->rc = rdma_get_cm_event(r->ch, &ev);
+	r->err = errno;
+	__atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+}
+
+/*
+ * rping's pattern: a thread calls rdma_get_cm_event on a channel main
+ * has already destroyed. It must neither touch freed memory (ASan, TSan)
+ * nor fail, which rping turns into exit(-1); it blocks, as a reader of a
+ * channel with nothing left to deliver, until a signal gives EINTR.
+ */
+static void test_destroyed_channel(void)
+{
+	struct sigaction sa = { .sa_handler = on_usr1 };
+	struct late_reader r = { 0 };
+	pthread_t t;
+
+	CHECK(!sigaction(SIGUSR1, &sa, NULL), "sigaction");
+	r.ch = rdma_create_event_channel();
+	CHECK(r.ch, "create_event_channel");
+	rdma_destroy_event_channel(r.ch);
+	CHECK(!pthread_create(&t, NULL, late_get, &r), "pthread_create");
+	usleep(300 * 1000);
+	CHECK(!__atomic_load_n(&r.done, __ATOMIC_ACQUIRE),
+	      "get_cm_event on a destroyed channel returned %d (%s)", r.rc,
+	      strerror(r.err));
+	CHECK(!pthread_kill(t, SIGUSR1), "pthread_kill");
+	CHECK(!pthread_join(t, NULL), "pthread_join");
+	CHECK(r.rc == -1 && r.err == EINTR,
+	      "after a signal: rc %d, %s, not EINTR", r.rc, strerror(r.err));
+	printf("ok - get_cm_event on a destroyed channel blocks, a signal "
+	       "gives EINTR\n");
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -441,5 +494,6 @@ int main(int argc, char **argv)
 	test_port_in_use();
 	test_unreachable();
 	test_connect_error();
+	test_destroyed_channel();
 	return failures ? 1 : 0;
 }
