@@ -49,7 +49,7 @@
 #include <linux/types.h>
 #include <linux/ioctl.h>
 
-#define SWIW_ABI_VERSION 2
+#define SWIW_ABI_VERSION 3
 
 /* Flags word of every slot (__u16 in WQEs, __u8 in CQEs). */
 #define SWIW_SLOT_VALID 0x01
@@ -337,6 +337,13 @@ struct swiw_ioc_queue {
 	__aligned_u64 mmap_size; /* out: octets to map */
 };
 
+/* What a QP allows its peer (ATTACH, SET_ACCESS). */
+enum {
+	SWIW_ACCESS_REMOTE_WRITE = 0x2,
+	SWIW_ACCESS_REMOTE_READ = 0x4,
+	SWIW_ACCESS_REMOTE_ATOMIC = 0x8,
+};
+
 enum {
 	SWIW_ATTACH_CRC = 0x1,
 	SWIW_ATTACH_MARKERS_TX = 0x2,
@@ -362,7 +369,7 @@ struct swiw_ioc_attach {
 	__u32 ird, ord; /* in: as negotiated */
 	__u32 stream_id; /* out */
 	__u32 pd; /* in: the QP's PD */
-	__u32 rsvd; /* 0 */
+	__u32 access; /* in: SWIW_ACCESS_REMOTE_*, what the QP allows */
 };
 
 /*
@@ -377,6 +384,16 @@ struct swiw_ioc_attach {
 struct swiw_ioc_stream {
 	__u32 stream_id; /* in */
 	__u32 rsvd;
+};
+
+/*
+ * SET_ACCESS: the QP's remote access rights changed (modify_qp): from
+ * now on every incoming WRITE, READ and atomic is checked against them,
+ * as against its region's.
+ */
+struct swiw_ioc_access {
+	__u32 stream_id; /* in */
+	__u32 access; /* in: SWIW_ACCESS_REMOTE_* */
 };
 
 /* Frees a ring no stream uses (EBUSY while attached); its mapping may
@@ -394,5 +411,6 @@ struct swiw_ioc_queue_free {
 #define SWIW_IOC_DOORBELL _IOW(SWIW_IOC_MAGIC, 5, struct swiw_ioc_stream)
 #define SWIW_IOC_DETACH _IOW(SWIW_IOC_MAGIC, 6, struct swiw_ioc_stream)
 #define SWIW_IOC_QUEUE_FREE _IOW(SWIW_IOC_MAGIC, 7, struct swiw_ioc_queue_free)
+#define SWIW_IOC_SET_ACCESS _IOW(SWIW_IOC_MAGIC, 8, struct swiw_ioc_access)
 
 #endif /* SWIW_ABI_H */

@@ -120,6 +120,7 @@ void swiw_queue_release_all(struct swiw_kfile *f);
 
 int swiw_stream_attach(struct swiw_kfile *f, void __user *arg);
 int swiw_stream_cmd(struct swiw_kfile *f, unsigned int cmd, void __user *arg);
+int swiw_stream_set_access(struct swiw_kfile *f, void __user *arg);
 bool swiw_stream_events_pending(struct swiw_kfile *f);
 void swiw_stream_release_all(struct swiw_kfile *f);
 

@@ -97,6 +97,8 @@ static long swiw_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		return swiw_stream_cmd(f, cmd, uarg);
 	case SWIW_IOC_QUEUE_FREE:
 		return swiw_queue_free(f, uarg);
+	case SWIW_IOC_SET_ACCESS:
+		return swiw_stream_set_access(f, uarg);
 	default:
 		return -ENOTTY;
 	}

@@ -31,6 +31,9 @@
 
 #include "swiw_kmod.h"
 
+#define SWIW_ACCESS_KNOWN                                     \
+	(SWIW_ACCESS_REMOTE_WRITE | SWIW_ACCESS_REMOTE_READ | \
+	 SWIW_ACCESS_REMOTE_ATOMIC)
 #define SWIW_ATTACH_KNOWN                                                    \
 	(SWIW_ATTACH_CRC | SWIW_ATTACH_MARKERS_TX | SWIW_ATTACH_MARKERS_RX | \
 	 SWIW_ATTACH_RTR_EVENT)
@@ -56,7 +59,7 @@ struct swiw_kstream {
 	void (*saved_state_change)(struct sock *sk);
 	struct work_struct rx_work;
 	struct work_struct tx_work;
-	struct kvec kvec[ARRAY_SIZE(((struct swiw_lower *)NULL)->fiov)];
+	struct kvec kvec[ARRAY_SIZE(((struct swiw_lower *)NULL)->biov)];
 	struct swiw_lower lower; /* large: the stream is kvzalloc'd */
 };
 
@@ -510,8 +513,8 @@ int swiw_stream_attach(struct swiw_kfile *f, void __user *arg)
 
 	if (copy_from_user(&req, arg, sizeof(req)))
 		return -EFAULT;
-	if (req.flags & ~SWIW_ATTACH_KNOWN || req.rsvd || req.stream_id ||
-	    req.ird > SWIW_MAX_IRD || req.ord > SWIW_MAX_ORD)
+	if (req.flags & ~SWIW_ATTACH_KNOWN || req.access & ~SWIW_ACCESS_KNOWN ||
+	    req.stream_id || req.ird > SWIW_MAX_IRD || req.ord > SWIW_MAX_ORD)
 		return -EINVAL;
 	/* The provider keeps its SQ and CQ (swiw-abi.h). */
 	if (req.sq_id || req.cq_id)
@@ -550,6 +553,7 @@ int swiw_stream_attach(struct swiw_kfile *f, void __user *arg)
 	cfg.markers_rx = req.flags & SWIW_ATTACH_MARKERS_RX;
 	cfg.rtr_event = req.flags & SWIW_ATTACH_RTR_EVENT;
 	cfg.ird = req.ird;
+	cfg.qp_access = req.access;
 	cfg.mulpdu = swiw_mpa_mulpdu(mss, cfg.markers_tx);
 	/* Marker origins: the sequence numbers now, before any FPDU. */
 	cfg.tx_pos = 0;
@@ -669,6 +673,27 @@ int swiw_stream_cmd(struct swiw_kfile *f, unsigned int cmd, void __user *arg)
 	ret = swiw_stream_doorbell(s);
 	swiw_stream_put(s);
 	return ret;
+}
+
+/* SET_ACCESS: the QP's remote rights, for every segment from now on. */
+int swiw_stream_set_access(struct swiw_kfile *f, void __user *arg)
+{
+	struct swiw_ioc_access req;
+	struct swiw_kstream *s;
+
+	if (copy_from_user(&req, arg, sizeof(req)))
+		return -EFAULT;
+	if (req.access & ~SWIW_ACCESS_KNOWN)
+		return -EINVAL;
+	s = swiw_stream_get(f, req.stream_id);
+	if (!s)
+		return -EINVAL;
+	mutex_lock(&s->mutex);
+	if (!s->dead)
+		swiw_lower_set_access(&s->lower, req.access);
+	mutex_unlock(&s->mutex);
+	swiw_stream_put(s);
+	return 0;
 }
 
 /* poll(): an event of any stream of the file not yet consumed. */

@@ -41,6 +41,8 @@ struct swiw_backend {
 	/* Hands a socket over (swiw-abi.h): 0 or a positive errno. */
 	int (*attach)(struct swiw_ioc_attach *a);
 	int (*doorbell)(uint32_t stream_id);
+	/* The QP's remote access rights changed: SWIW_ACC_REMOTE_*. */
+	int (*set_access)(uint32_t stream_id, uint32_t access);
 	int (*detach)(uint32_t stream_id);
 	/*
 	 * The fd the engine thread polls for events (-1: none, the backend
@@ -59,7 +61,12 @@ const struct swiw_backend *swiw_backend(void);
 extern struct swiw_backend swiw_kernel_backend;
 int swiw_kernel_backend_open(int fd);
 
-/* swiw_ring_engine.c: the lower half run in the process */
+/*
+ * swiw_ring_engine.c: the lower half run in the process, its socket read
+ * in pull mode (the in-process engine) or pushed as the kernel's receive
+ * path does (engine = ring)
+ */
+extern struct swiw_backend swiw_inproc_backend;
 extern struct swiw_backend swiw_ring_backend;
 /* Its streams' sockets, from the engine's epoll: the events wanted next. */
 uint32_t swiw_ring_stream_io(uint32_t id, uint32_t events);

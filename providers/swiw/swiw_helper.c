@@ -68,6 +68,7 @@ static void engine_choose(void)
 	int want = swiw_config()->engine;
 
 	choice.kind = SWIW_ENGINE_INPROCESS;
+	backend = &swiw_inproc_backend;
 	if (want == SWIW_ENGINE_CFG_INPROCESS) {
 		snprintf(choice.why, sizeof(choice.why),
 			 "engine = inprocess in the configuration");
@@ -96,6 +97,7 @@ static void engine_choose(void)
 		/* Forced, and not possible: devices refuse to open rather
 		 * than run somewhere else than asked. */
 		choice.kind = SWIW_ENGINE_NONE;
+		backend = NULL;
 		swiw_err("engine = kernel, but the kernel helper cannot be "
 			 "used: %s",
 			 choice.why);
@@ -227,6 +229,13 @@ static int k_doorbell(uint32_t stream_id)
 	return kioctl(SWIW_IOC_DOORBELL, &r);
 }
 
+static int k_set_access(uint32_t stream_id, uint32_t access)
+{
+	struct swiw_ioc_access r = { .stream_id = stream_id, .access = access };
+
+	return kioctl(SWIW_IOC_SET_ACCESS, &r);
+}
+
 static int k_detach(uint32_t stream_id)
 {
 	struct swiw_ioc_stream r = { .stream_id = stream_id };
@@ -242,6 +251,7 @@ struct swiw_backend swiw_kernel_backend = {
 	.queue_free = k_queue_free,
 	.attach = k_attach,
 	.doorbell = k_doorbell,
+	.set_access = k_set_access,
 	.detach = k_detach,
 	.event_fd = -1,
 	.mirror_invalidate = true,

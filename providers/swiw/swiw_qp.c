@@ -267,8 +267,11 @@ int swiw_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 	if (err)
 		goto out;
 
-	if (mask & IBV_QP_ACCESS_FLAGS)
-		qp->access = attr->qp_access_flags;
+	if (mask & IBV_QP_ACCESS_FLAGS) {
+		__atomic_store_n(&qp->access, attr->qp_access_flags,
+				 __ATOMIC_RELAXED);
+		swiw_engine_qp_access(qp);
+	}
 	if (mask & IBV_QP_AV)
 		qp->dgid = attr->ah_attr.grh.dgid;
 	if (mask & IBV_QP_DEST_QPN)

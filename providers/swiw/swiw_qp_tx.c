@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * The in-process engine's transmit side: work requests taken from the SQ
- * in order, Read and Atomic Responses owed to the peer, each cut into DDP
- * segments (swiw_ddp_tx), framed by swiw_fpdu_tx_build and gathered from
- * registered memory with one sendmsg per batch of up to TX_BATCH
- * segments. Under the engine lock (swiw_engine.c).
+ * The send queue's upper half: work requests taken from the SQ in order,
+ * checked against the provider's STag table, each message cut into DDP
+ * segments (swiw_ddp_tx) and published as txds on the stream's transmit
+ * ring, whose lower half (wire/swiw_lower_tx.c, in whichever engine runs
+ * it) frames, gathers and sends them, and answers the peer's Read and
+ * Atomic Requests itself. ORD, fences and completions stay here. Under
+ * the engine lock (swiw_engine.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -34,62 +36,12 @@ static uint32_t eff_ord(const struct swiw_stream *s)
 	return ord ? ord : 1;
 }
 
-static uint32_t stream_interest(const struct swiw_stream *s)
-{
-	return EPOLLIN | EPOLLRDHUP | (s->want_out ? EPOLLOUT : 0);
-}
-
-static void stream_want_out(struct swiw_stream *s, bool on)
-{
-	if (s->want_out == on)
-		return;
-	s->want_out = on;
-	if (!s->eof_due_ns)
-		swiw_eng_epoll_ctl(EPOLL_CTL_MOD, s->fd, stream_interest(s), s);
-}
-
-/* Sends what is left of the batch: 0 when all is out, -EAGAIN, or an
- * errno of the socket (negative). */
-static int batch_flush(struct swiw_stream *s)
-{
-	while (s->iov_pos < s->niov) {
-		struct msghdr mh = { .msg_iov = s->iov + s->iov_pos,
-				     .msg_iovlen = s->niov - s->iov_pos };
-		ssize_t n = sendmsg(s->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno == EAGAIN || errno == EWOULDBLOCK) {
-				stream_want_out(s, true);
-				return -EAGAIN;
-			}
-			return -errno;
-		}
-		while (n > 0 && s->iov_pos < s->niov) {
-			struct iovec *v = &s->iov[s->iov_pos];
-
-			if ((size_t)n >= v->iov_len) {
-				n -= (ssize_t)v->iov_len;
-				s->iov_pos++;
-			} else {
-				v->iov_base = (uint8_t *)v->iov_base + n;
-				v->iov_len -= (size_t)n;
-				n = 0;
-			}
-		}
-	}
-	s->niov = s->iov_pos = 0;
-	stream_want_out(s, false);
-	return 0;
-}
-
 /*
- * Gathers [off, off + len) of the message's source into @v (process
- * addresses) or @g (SGEs, lkey 0 for inline data); returns the pieces.
+ * Gathers [off, off + len) of the message's source into @g (SGEs, lkey 0
+ * for inline data); returns the pieces.
  */
-uint32_t swiw_tx_gather(const struct swiw_stream *s, uint32_t off, uint32_t len,
-			struct swiw_iov *v, struct swiw_sge *g, uint32_t max)
+static uint32_t tx_gather(const struct swiw_stream *s, uint32_t off,
+			  uint32_t len, struct swiw_sge *g, uint32_t max)
 {
 	uint32_t i, n = 0;
 
@@ -103,16 +55,10 @@ uint32_t swiw_tx_gather(const struct swiw_stream *s, uint32_t off, uint32_t len,
 		c = s->src[i].len - off;
 		if (c > len)
 			c = len;
-		if (v) {
-			v[n].base = s->src[i].addr + off;
-			v[n].len = c;
-		} else {
-			g[n].laddr = s->src[i].lkey ?
-					     s->src[i].laddr + off :
-					     (uintptr_t)(s->src[i].addr + off);
-			g[n].length = c;
-			g[n].lkey = s->src[i].lkey;
-		}
+		g[n].laddr = s->src[i].lkey ? s->src[i].laddr + off :
+					      (uintptr_t)(s->src[i].addr + off);
+		g[n].length = c;
+		g[n].lkey = s->src[i].lkey;
 		n++;
 		len -= c;
 		off = 0;
@@ -120,109 +66,12 @@ uint32_t swiw_tx_gather(const struct swiw_stream *s, uint32_t off, uint32_t len,
 	return n;
 }
 
-/* Cuts segments of the current message into the batch until it is full
- * or the message ends. 0, or a negative errno. */
-static int next_sqe(struct swiw_stream *s);
-
-/*
- * The batch's message ended with room to spare: start the next WR in the
- * same batch, so that small messages share one sendmsg. Only plain Sends
- * and Writes from registered memory, with nothing owed to the peer first:
- * their completion is due once the batch is out (bdone), inline data
- * lives in one buffer per stream, and anything else has work of its own
- * at msg_done. True if the next message started.
- */
-static bool chain_next(struct swiw_stream *s)
-{
-	const struct swiw_sqe *sqe;
-	uint8_t op = s->sq_op;
-
-	if (s->kind != TX_SQE || s->rr_head != s->rr_tail ||
-	    (op != SWIW_OP_SEND && op != SWIW_OP_SEND_INV &&
-	     op != SWIW_OP_WRITE) ||
-	    (s->nsrc && s->src[0].addr == s->inl))
-		return false;
-	sqe = swiw_ring_cons_slot(&s->qp->sq_eng);
-	if (!sqe || (sqe->flags & (SWIW_WQE_INLINE | SWIW_WQE_FENCE)) ||
-	    (sqe->opcode != SWIW_OP_SEND && sqe->opcode != SWIW_OP_SEND_INV &&
-	     sqe->opcode != SWIW_OP_WRITE))
-		return false;
-	s->bdone[s->nbdone++] = s->slot;
-	if (next_sqe(s) == 1)
-		return true;
-	/* It failed (the stream with it) or did not start: the message
-	 * just cut ends the batch as usual. */
-	s->nbdone--;
-	return false;
-}
-
-/* The batch went to TCP: the whole messages in it are done. */
-static void batch_done(struct swiw_stream *s)
-{
-	uint32_t i;
-
-	for (i = 0; i < s->nbdone; i++)
-		s->infl[s->bdone[i] & s->infl_mask].done = true;
-	if (s->nbdone)
-		swiw_stream_sq_drain(s);
-	s->nbdone = 0;
-}
-
-static int batch_build(struct swiw_stream *s)
-{
-	uint32_t nf = 0;
-
-	s->batch_last = false;
-	s->batch_bytes = 0;
-	s->nbdone = 0;
-	while (nf < TX_BATCH && !s->batch_last) {
-		struct swiw_iov pieces[1 + SWIW_MAX_SGE];
-		struct swiw_ddp_txseg seg;
-		struct swiw_fpdu_frame *f = &s->fr[nf].f;
-		uint32_t np, maxiov;
-		int rc;
-
-		rc = swiw_ddp_tx_next(&s->dtx, s->mulpdu, s->fr[nf].hdr,
-				      sizeof(s->fr[nf].hdr), &seg);
-		if (rc <= 0)
-			return rc ? rc : -EINVAL;
-		pieces[0].base = s->fr[nf].hdr;
-		pieces[0].len = seg.hdr_len;
-		np = 1 + swiw_tx_gather(s, seg.payload_off, seg.payload_len,
-					pieces + 1, NULL, SWIW_MAX_SGE);
-		maxiov = swiw_fpdu_tx_max_iov(np, seg.hdr_len + seg.payload_len,
-					      s->ftx.markers);
-		if (s->niov + maxiov > TX_IOV) {
-			/* Undo is not possible: the cursor moved. The batch
-			 * so far plus this frame always fit by sizing. */
-			return -ENOSPC;
-		}
-		f->iov = (struct swiw_iov *)(s->iov + s->niov);
-		f->max_iov = maxiov;
-		rc = swiw_fpdu_tx_build(&s->ftx, pieces, np, f);
-		if (rc)
-			return rc;
-		s->niov += f->n_iov;
-		s->batch_bytes += seg.hdr_len + seg.payload_len;
-		s->batch_last = seg.last;
-		nf++;
-		/* Leave room for the largest next frame. */
-		if (s->niov + swiw_fpdu_tx_max_iov(1 + SWIW_MAX_SGE, 65535,
-						   s->ftx.markers) >
-		    TX_IOV)
-			break;
-		if (s->batch_last && nf < TX_BATCH && chain_next(s))
-			s->batch_last = false;
-	}
-	return 0;
-}
-
 int swiw_tx_msg_start(struct swiw_stream *s, const struct swiw_rdmap_msg *m)
 {
 	int rc = swiw_ddp_tx_init(&s->dtx, m);
 
 	if (!rc)
-		s->batch_last = false;
+		s->msg_cut = false;
 	return rc;
 }
 
@@ -289,7 +138,6 @@ static int rd_start_next(struct swiw_stream *s)
 	rd->slot = s->slot;
 	rd->sink_stag = m.u.rreq.sink_stag;
 	rd->last = s->rd_next >= s->rd_nsink;
-	swiw_ddp_progress_expect(&rd->prog, m.u.rreq.sink_to, m.u.rreq.size);
 	s->nsrc = 0; /* a Read Request carries no payload */
 	if (swiw_tx_msg_start(s, &m))
 		return -1;
@@ -371,28 +219,23 @@ static bool atomic_req(struct swiw_stream *s, const struct swiw_sqe *sqe,
 }
 
 /*
- * LOCAL_INV: done at once, in order with the WRs before it. A helper
- * stream checks it here and has the helper invalidate in ring order
- * (SWIW_TXD_INVALIDATE): it completes on the helper's SENT event.
+ * LOCAL_INV: checked here, and invalidated by the lower half in ring
+ * order with the WRs before it (SWIW_TXD_INVALIDATE): it completes on
+ * the SENT event.
  */
 static int local_inv(struct swiw_stream *s, uint32_t stag)
 {
 	struct swiw_mem_ref ref;
 	int err;
 
-	if (s->attached) {
-		err = swiw_mem_lookup(stag, s->qp->vqp.qp.pd, 0, 0, 0, &ref);
-		if (!err) {
-			s->infl[s->slot & s->infl_mask].inv_stag = stag;
-			s->kind = TX_SQE;
-			s->batch_last = false;
-			return 0;
-		}
-	} else {
-		err = swiw_mem_invalidate(stag, s->qp->vqp.qp.pd);
+	err = swiw_mem_lookup(stag, s->qp->vqp.qp.pd, 0, 0, 0, &ref);
+	if (!err) {
+		s->infl[s->slot & s->infl_mask].inv_stag = stag;
+		s->kind = TX_SQE;
+		s->msg_cut = false;
+		return 0;
 	}
-
-	if (err) {
+	{
 		swiw_info("QP %u: LOCAL_INV of STag 0x%x failed (%s)",
 			  swiw_stream_qpn(s), stag,
 			  err == SWIW_MEM_NOT_ASSOC ? "another PD's" :
@@ -401,9 +244,6 @@ static int local_inv(struct swiw_stream *s, uint32_t stag)
 				 IBV_EVENT_QP_FATAL);
 		return -1;
 	}
-	s->infl[s->slot & s->infl_mask].done = true;
-	swiw_stream_sq_drain(s);
-	return 0;
 }
 
 /* Takes the next SQE and starts its message. 1: started, 0: nothing to
@@ -562,8 +402,7 @@ static void txd_bounce(struct swiw_stream *s, struct swiw_txd *t)
 }
 
 /*
- * Helper streams: the current message into the transmit ring, one txd
- * per DDP segment (cut shorter where SWIW_TXD_SGE pieces end). 1: all of
+ * The current message into the transmit ring, one txd per DDP segment (cut shorter where SWIW_TXD_SGE pieces end). 1: all of
  * it is in the ring, 0: the ring is full (a SENT event or the helper
  * clearing slots brings us back), or a negative errno.
  */
@@ -571,7 +410,7 @@ static int txd_build(struct swiw_stream *s)
 {
 	uint32_t quarter = s->txr.num / 4 ? s->txr.num / 4 : 1;
 
-	while (!s->batch_last) {
+	while (!s->msg_cut) {
 		struct swiw_txd *t = swiw_ring_prod_slot(&s->txr);
 		struct swiw_ddp_tx save = s->dtx;
 		struct swiw_ddp_txseg seg;
@@ -593,16 +432,16 @@ static int txd_build(struct swiw_stream *s)
 			swiw_ring_publish(&s->txr, t,
 					  SWIW_TXD_INVALIDATE | SWIW_TXD_EVENT);
 			s->tx_rung = true;
-			s->batch_last = true;
+			s->msg_cut = true;
 			break;
 		}
 		rc = swiw_ddp_tx_next(&s->dtx, s->mulpdu, t->hdr,
 				      sizeof(t->hdr), &seg);
 		if (rc <= 0)
 			return rc ? rc : -EINVAL;
-		t->num_sge = (uint8_t)swiw_tx_gather(s, seg.payload_off,
-						     seg.payload_len, NULL,
-						     t->sge, SWIW_TXD_SGE);
+		t->num_sge = (uint8_t)tx_gather(s, seg.payload_off,
+						seg.payload_len, t->sge,
+						SWIW_TXD_SGE);
 		for (i = 0; i < t->num_sge; i++)
 			fit += t->sge[i].length;
 		if (fit < seg.payload_len) {
@@ -624,7 +463,7 @@ static int txd_build(struct swiw_stream *s)
 			fl |= SWIW_TXD_EVENT;
 		swiw_ring_publish(&s->txr, t, fl);
 		s->tx_rung = true;
-		s->batch_last = seg.last;
+		s->msg_cut = seg.last;
 	}
 	return 1;
 }
@@ -635,10 +474,7 @@ static void msg_done(struct swiw_stream *s)
 	enum tx_kind k = s->kind;
 
 	s->kind = TX_NONE;
-	if (k == TX_RRESP) {
-		s->rr_head++;
-		swiw_ddp_rx_ird_release(&s->drx);
-	} else if (k == TX_RTR) {
+	if (k == TX_RTR) {
 		swiw_mpa_rtr_sent(&s->mpa);
 		swiw_stream_mpa_events(s);
 	} else if (k == TX_SQE) {
@@ -653,77 +489,29 @@ static void msg_done(struct swiw_stream *s)
 				s->kind = TX_SQE;
 			return;
 		}
-		if (s->sq_op == SWIW_OP_READ) {
-			/* Read Responses to the peer may go between. */
+		/* A READ's next sink may wait for ORD room; anything
+		 * else completes on its SENT event or its response. */
+		if (s->sq_op == SWIW_OP_READ)
 			s->rd_more = s->rd_next < s->rd_nsink;
-		} else if (s->sq_op != SWIW_OP_FETCH_ADD &&
-			   s->sq_op != SWIW_OP_CMP_SWAP && !s->attached) {
-			/* (A helper's SENT event completes it.) */
-			s->infl[s->slot & s->infl_mask].done = true;
-			swiw_stream_sq_drain(s);
-		}
 	}
 }
 
-static void start_rresp(struct swiw_stream *s)
-{
-	struct rresp *r = &s->rr[s->rr_head % SWIW_MAX_IRD];
-	struct swiw_rdmap_msg m = { .opcode = RDMAP_READ_RESP };
-
-	if (r->atomic) {
-		m.opcode = RDMAP_ATOMIC_RESP;
-		m.msn = s->msn_aresp++;
-		m.u.aresp = r->aresp;
-		s->nsrc = 0;
-		if (!swiw_tx_msg_start(s, &m))
-			s->kind = TX_RRESP;
-		return;
-	}
-	m.len = r->len;
-	m.stag = r->sink_stag;
-	m.to = r->sink_to;
-	s->src[0].addr = r->src;
-	s->src[0].len = r->len;
-	s->nsrc = r->len ? 1 : 0;
-	if (!swiw_tx_msg_start(s, &m))
-		s->kind = TX_RRESP;
-}
-
-/* Sends what can go now; true if anything moved. */
+/*
+ * Publishes what can go now as txds and rings the lower half; true if
+ * anything moved. @budget is not used: the lower half sends what the
+ * transport takes.
+ */
 bool swiw_tx_pump(struct swiw_stream *s, uint64_t budget)
 {
-	uint64_t spent = 0;
 	bool moved = false;
 	int rc;
 
+	(void)budget;
 	swiw_eng_assert_held();
-	while (!s->failed && (s->tx_ready || s->kind == TX_RTR)) {
-		if (s->niov && !s->attached) {
-			rc = batch_flush(s);
-			if (rc == -EAGAIN)
-				return moved;
-			if (rc) {
-				swiw_stream_fail(s, SWIW_V_LLP_LOST, NULL, 0,
-						 -1, IBV_EVENT_QP_FATAL);
-				return true;
-			}
-			moved = true;
-			spent += s->batch_bytes;
-			batch_done(s);
-			if (s->batch_last)
-				msg_done(s);
-			if (spent >= budget) {
-				/* The caller's share is done: the engine
-				 * goes on with the rest. */
-				swiw_eng_doorbell();
-				return moved;
-			}
-			continue;
-		}
+	while (s->attached && !s->failed &&
+	       (s->tx_ready || s->kind == TX_RTR)) {
 		if (s->kind == TX_NONE) {
-			if (s->rr_head != s->rr_tail) {
-				start_rresp(s);
-			} else if (s->rd_more) {
+			if (s->rd_more) {
 				if (!ord_room(s))
 					break;
 				s->rd_more = false;
@@ -735,38 +523,23 @@ bool swiw_tx_pump(struct swiw_stream *s, uint64_t budget)
 					return true;
 				}
 				s->kind = TX_SQE;
-			} else {
-				if (next_sqe(s) <= 0)
-					break;
-				if (s->kind == TX_NONE) {
-					moved = true; /* LOCAL_INV */
-					continue;
-				}
+			} else if (next_sqe(s) <= 0) {
+				break;
 			}
 			if (s->kind == TX_NONE)
 				break;
 		}
-		if (s->attached) {
-			rc = txd_build(s);
-			if (!rc)
-				break;
-			if (rc > 0) {
-				moved = true;
-				msg_done(s);
-				continue;
-			}
+		rc = txd_build(s);
+		if (!rc)
+			break;
+		if (rc < 0) {
 			swiw_stream_fail(s, SWIW_V_RDMAP_CATASTROPHIC, NULL, 0,
 					 IBV_WC_LOC_QP_OP_ERR,
 					 IBV_EVENT_QP_FATAL);
 			return true;
 		}
-		rc = batch_build(s);
-		if (rc) {
-			swiw_stream_fail(s, SWIW_V_RDMAP_CATASTROPHIC, NULL, 0,
-					 IBV_WC_LOC_QP_OP_ERR,
-					 IBV_EVENT_QP_FATAL);
-			return true;
-		}
+		moved = true;
+		msg_done(s);
 	}
 	if (s->tx_rung && s->attached && !s->failed)
 		swiw_helper_doorbell(s);

@@ -107,10 +107,18 @@ static void r_queue_free(struct swiw_bqueue *q)
 #define RING_RX_READS 4 /* per call of ring_rx() */
 #define RING_STAGE (256 * 1024)
 
+/* A region the lower half holds: the table's answer, kept for reuse. */
+struct ring_ref {
+	struct swiw_mem_ref ref;
+	struct ring_ref *next;
+};
+
 struct ring_stream {
 	struct swiw_lower l;
 	uint32_t id;
 	int fd;
+	bool pull; /* the in-process engine: swiw_lower_rx_pull() */
+	struct ring_ref *free_refs;
 	struct ring_queue *q[3]; /* tx, rxev, rq: busy while attached */
 	uint8_t *stage; /* received octets the lower half has not taken */
 	uint32_t st_head, st_tail;
@@ -130,32 +138,34 @@ static struct ring_stream *rs_find(uint32_t id)
 
 static int r_mr_get(void *env, u32 stag, struct swiw_lower_mr *mr)
 {
-	struct swiw_mem_ref *ref = malloc(sizeof(*ref));
 	struct ring_stream *rs = env;
+	struct ring_ref *r = rs->free_refs;
+	int rc;
 
-	if (!ref)
+	if (r)
+		rs->free_refs = r->next;
+	else if (!(r = malloc(sizeof(*r))))
 		return -ENOMEM;
-	switch (swiw_mem_lookup(stag, rs->pd, 0, 0, 0, ref)) {
-	case 0:
-		break;
-	case SWIW_MEM_NOT_ASSOC:
-		free(ref);
-		return -EPERM;
-	default:
-		free(ref);
-		return -ENOENT;
+	rc = swiw_mem_lookup(stag, rs->pd, 0, 0, 0, &r->ref);
+	if (rc) {
+		r->next = rs->free_refs;
+		rs->free_refs = r;
+		return rc == SWIW_MEM_NOT_ASSOC ? -EPERM : -ENOENT;
 	}
-	mr->handle = ref;
-	mr->base = ref->iova;
-	mr->len = ref->len;
-	mr->access = (u32)swiw_acc_bits(ref->access);
+	mr->handle = &r->ref;
+	mr->base = r->ref.iova;
+	mr->len = r->ref.len;
+	mr->access = (u32)swiw_acc_bits(r->ref.access);
 	return 0;
 }
 
 static void r_mr_put(void *env, void *handle)
 {
-	(void)env;
-	free(handle);
+	struct ring_stream *rs = env;
+	struct ring_ref *r = swiw_container_of(handle, struct ring_ref, ref);
+
+	r->next = rs->free_refs;
+	rs->free_refs = r;
 }
 
 static int r_mr_invalidate(void *env, u32 stag)
@@ -244,6 +254,21 @@ static long r_send(void *env, const struct swiw_iov *iov, u32 n, u32 len)
 	return -errno;
 }
 
+static long r_recv(void *env, const struct swiw_iov *iov, u32 n)
+{
+	struct ring_stream *rs = env;
+	struct msghdr mh = { .msg_iov = (struct iovec *)(uintptr_t)iov,
+			     .msg_iovlen = n };
+	ssize_t r;
+
+	do
+		r = recvmsg(rs->fd, &mh, MSG_DONTWAIT);
+	while (r < 0 && errno == EINTR);
+	if (r >= 0)
+		return (long)r;
+	return errno == EWOULDBLOCK ? -EAGAIN : -errno;
+}
+
 /* The upper half drains the event ring right after every call. */
 static void r_wake(void *env)
 {
@@ -260,6 +285,7 @@ static const struct swiw_lower_ops ring_ops = {
 	.rq_lock = r_rq_lock,
 	.rq_unlock = r_rq_lock,
 	.send = r_send,
+	.recv = r_recv,
 	.wake = r_wake,
 };
 
@@ -273,6 +299,10 @@ static void ring_rx(struct ring_stream *rs)
 {
 	unsigned int reads = 0;
 
+	if (rs->pull) {
+		swiw_lower_rx_pull(&rs->l, RING_RX_READS);
+		return;
+	}
 	for (;;) {
 		size_t used = 0;
 		ssize_t n;
@@ -314,13 +344,16 @@ uint32_t swiw_ring_stream_io(uint32_t id, uint32_t events)
 {
 	struct ring_stream *rs = rs_find(id);
 
-	(void)events;
 	if (!rs)
 		return 0;
 	ring_tx(rs);
-	ring_rx(rs);
-	/* Responses to Read and Atomic Requests just received. */
-	ring_tx(rs);
+	/* 0: not from epoll, the socket may hold anything. */
+	if (!events ||
+	    (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))) {
+		ring_rx(rs);
+		/* Responses to Read and Atomic Requests just received. */
+		ring_tx(rs);
+	}
 	return swiw_ring_stream_interest(id);
 }
 
@@ -359,7 +392,7 @@ static void lring(struct swiw_lower_ring *lr, const struct ring_queue *q)
 	lr->pos = 0;
 }
 
-static int r_attach(struct swiw_ioc_attach *a)
+static int r_attach(struct swiw_ioc_attach *a, bool pull)
 {
 	struct swiw_lower_cfg cfg = { 0 };
 	struct ring_queue *tx, *ev, *rq;
@@ -427,6 +460,12 @@ static int r_attach(struct swiw_ioc_attach *a)
 	lring(&cfg.tx, tx);
 	lring(&cfg.rxev, ev);
 	cfg.rq = &rq->lrq;
+	cfg.qp_access = a->access;
+	if (pull) {
+		cfg.stage = rs->stage;
+		cfg.stage_len = RING_STAGE;
+	}
+	rs->pull = pull;
 	if (swiw_lower_init(&rs->l, &cfg, &ring_ops, rs)) {
 		free(rs->stage);
 		free(rs);
@@ -457,17 +496,43 @@ void swiw_ring_stream_pd(uint32_t id, const void *pd)
 		rs->pd = pd;
 }
 
+static int r_attach_push(struct swiw_ioc_attach *a)
+{
+	return r_attach(a, false);
+}
+
+static int r_attach_pull(struct swiw_ioc_attach *a)
+{
+	return r_attach(a, true);
+}
+
 static int r_doorbell(uint32_t id)
+{
+	struct ring_stream *rs = rs_find(id);
+	bool stalled;
+
+	swiw_eng_assert_held();
+	if (!rs)
+		return EINVAL;
+	stalled = swiw_lower_stalled(&rs->l);
+	swiw_lower_doorbell(&rs->l);
+	ring_tx(rs);
+	if (stalled) {
+		/* Reception waited for room: what it left, first. */
+		ring_rx(rs);
+		ring_tx(rs);
+	}
+	return 0;
+}
+
+static int r_set_access(uint32_t id, uint32_t access)
 {
 	struct ring_stream *rs = rs_find(id);
 
 	swiw_eng_assert_held();
 	if (!rs)
 		return EINVAL;
-	swiw_lower_doorbell(&rs->l);
-	ring_tx(rs);
-	ring_rx(rs);
-	ring_tx(rs);
+	swiw_lower_set_access(&rs->l, access);
 	return 0;
 }
 
@@ -483,6 +548,12 @@ static int r_detach(uint32_t id)
 	for (i = 0; i < 3; i++)
 		rs->q[i]->users--;
 	rstreams[id - 1] = NULL;
+	while (rs->free_refs) {
+		struct ring_ref *r = rs->free_refs;
+
+		rs->free_refs = r->next;
+		free(r);
+	}
 	free(rs->stage);
 	free(rs);
 	return 0;
@@ -492,8 +563,20 @@ struct swiw_backend swiw_ring_backend = {
 	.name = "ring engine",
 	.queue_alloc = r_queue_alloc,
 	.queue_free = r_queue_free,
-	.attach = r_attach,
+	.attach = r_attach_push,
 	.doorbell = r_doorbell,
+	.set_access = r_set_access,
+	.detach = r_detach,
+	.event_fd = -1,
+};
+
+struct swiw_backend swiw_inproc_backend = {
+	.name = "in-process engine",
+	.queue_alloc = r_queue_alloc,
+	.queue_free = r_queue_free,
+	.attach = r_attach_pull,
+	.doorbell = r_doorbell,
+	.set_access = r_set_access,
 	.detach = r_detach,
 	.event_fd = -1,
 };

@@ -1,15 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * The in-process engine's streams: one per connected QP. MPA
- * setup runs on the socket through swiw_mpa; then messages go out as
- * DDP segments (swiw_ddp_tx) framed by swiw_fpdu_tx_build, gathered from
- * registered memory with one sendmsg per message (up to TX_BATCH
- * segments), and come in through the deframer's pull interface: whatever
- * the socket holds is read into a staging buffer in one recv, and a large
- * payload the staging buffer does not hold yet is received straight into
- * its destination. swiw_ddp_rx_segment decides every placement, with the
- * STag table and the RQ/SRQ ring behind its lookups. Everything here runs
- * under the engine lock (swiw_engine.c).
+ * Streams: one per connected QP. MPA setup runs on the socket through
+ * swiw_mpa; then the socket goes to the engine's lower half (the wire
+ * core's swiw_lower*.c, in this process or in the kernel helper), which
+ * frames, places and answers, while the stream keeps the QP's upper half
+ * (swiw_qp_tx.c, swiw_qp_rx.c, swiw_stream_helper.c): the SQ, ORD,
+ * completions and every decision on errors. Everything here runs under
+ * the engine lock (swiw_engine.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -94,30 +91,35 @@ void swiw_stream_sq_drain(struct swiw_stream *s)
 
 /* Errors ---------------------------------------------------------------- */
 
-/* Best effort: the TERMINATE for @v, when no FPDU is half sent. */
+/*
+ * Best effort: the TERMINATE for @v from a stream no lower half took (the
+ * MPA machine refused the Reply once FPDU mode began), as its first FPDU.
+ */
 static void send_terminate(struct swiw_stream *s, enum swiw_violation v,
 			   const void *seg, uint32_t seg_len)
 {
-	struct swiw_fpdu_frame *f = &s->fr[0].f;
+	struct swiw_iov iov[2 + 2 * SWIW_FPDU_MAX_MARKERS];
+	struct swiw_fpdu_frame f = { .iov = iov };
+	uint8_t hdr[SWIW_DDP_HDR_MAX];
 	struct swiw_term t;
 	struct swiw_iov piece;
 	struct msghdr mh = { 0 };
 	int len;
 
-	if (!s->fpdu_setup || s->iov_pos || s->mpa_phase ||
+	if (!s->fpdu_setup || s->mpa_phase ||
 	    swiw_term_from_violation(v, seg, seg_len, &t))
 		return;
-	len = swiw_term_build(&t, s->fr[0].hdr, sizeof(s->fr[0].hdr));
+	len = swiw_term_build(&t, hdr, sizeof(hdr));
 	if (len < 0)
 		return;
-	piece.base = s->fr[0].hdr;
+	piece.base = hdr;
 	piece.len = (size_t)len;
-	f->iov = (struct swiw_iov *)s->iov;
-	f->max_iov = swiw_fpdu_tx_max_iov(1, (u32)len, s->ftx.markers);
-	if (swiw_fpdu_tx_build(&s->ftx, &piece, 1, f))
+	f.max_iov = swiw_fpdu_tx_max_iov(1, (u32)len, s->ftx.markers);
+	if (f.max_iov > sizeof(iov) / sizeof(iov[0]) ||
+	    swiw_fpdu_tx_build(&s->ftx, &piece, 1, &f))
 		return;
-	mh.msg_iov = s->iov;
-	mh.msg_iovlen = f->n_iov;
+	mh.msg_iov = (struct iovec *)iov;
+	mh.msg_iovlen = f.n_iov;
 	if (sendmsg(s->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
 		swiw_dbg("TERMINATE not sent: %s", strerror(errno));
 }
@@ -203,7 +205,7 @@ void swiw_stream_fail(struct swiw_stream *s, enum swiw_violation v,
 			swiw_stream_push_cqe(s, qp->scq, &e);
 		}
 	}
-	s->rd_head = s->rd_tail = s->rr_head = s->rr_tail = 0;
+	s->rd_head = s->rd_tail = 0;
 	s->rd_more = false;
 	s->kind = TX_NONE;
 	if (s->rqe.valid) {
@@ -339,8 +341,7 @@ int swiw_streams_timers(void)
 static int fpdu_setup(struct swiw_stream *s)
 {
 	const struct swiw_mpa_outcome *o = swiw_mpa_outcome(&s->mpa);
-	struct swiw_fpdu_rx_cfg rc = { 0 };
-	int emss = 0;
+	int emss = 0, err;
 	socklen_t sl = sizeof(emss);
 
 	if (s->fpdu_setup)
@@ -348,14 +349,6 @@ static int fpdu_setup(struct swiw_stream *s)
 	if (getsockopt(s->fd, IPPROTO_TCP, TCP_MAXSEG, &emss, &sl) || emss <= 0)
 		emss = 1460;
 	s->mulpdu = swiw_mpa_mulpdu((u32)emss, o->markers_tx);
-	s->ftx.pos = 0;
-	s->ftx.markers = o->markers_tx;
-	s->ftx.crc = o->crc;
-	rc.pos = 0;
-	rc.markers = o->markers_rx;
-	rc.crc = o->crc;
-	rc.min_ulpdu = SWIW_FPDU_MIN_ULPDU;
-	rc.peek = PEEK;
 	s->ird = o->ird;
 	s->ord = o->ord;
 	if (!o->ird_ord_negotiated) {
@@ -366,32 +359,21 @@ static int fpdu_setup(struct swiw_stream *s)
 		s->ird = SWIW_MAX_IRD;
 	if (s->ord > SWIW_MAX_ORD)
 		s->ord = SWIW_MAX_ORD;
-	if (s->be) {
-		/* Before any FPDU: the lower half frames from here on. */
-		int err = swiw_helper_attach(s);
-
-		if (err && err != ENOTCONN)
-			return -EINVAL;
-		if (!err) {
-			s->msn_send = s->msn_rreq = s->msn_aresp = 1;
-			s->fpdu_setup = true;
-			return 0;
-		}
+	s->msn_send = s->msn_rreq = 1;
+	/* Before any FPDU: the lower half frames from here on. */
+	err = swiw_helper_attach(s);
+	if (err && err != ENOTCONN)
+		return -EINVAL;
+	s->fpdu_setup = true;
+	if (err) {
 		/*
-		 * The peer's FIN came before the helper took the socket (it
-		 * takes established ones only): a peer close, as the
-		 * in-process engine sees an EOF. Until its grace ends the
-		 * stream is set up as that engine's, unattached.
+		 * The peer's FIN came before the kernel helper took the
+		 * socket (it takes established ones only): a peer close,
+		 * the stream fails when its grace ends.
 		 */
 		s->mpa_phase = false;
 		swiw_stream_peer_eof(s);
 	}
-	if (swiw_fpdu_rx_init(&s->frx, &rc) ||
-	    swiw_ddp_rx_init(&s->drx, &swiw_rx_mem_ops, s,
-			     SWIW_DDP_RX_ORDERED | SWIW_DDP_RX_RFC7306, s->ird))
-		return -EINVAL;
-	s->msn_send = s->msn_rreq = s->msn_aresp = 1;
-	s->fpdu_setup = true;
 	return 0;
 }
 
@@ -553,6 +535,14 @@ void swiw_stream_mpa_events(struct swiw_stream *s)
 			} else {
 				m.opcode = RDMAP_WRITE;
 			}
+			if (o->rtr == SWIW_MPA_RTR_READ) {
+				/* Its zero-length response comes first and
+				 * completes nothing (struct rd_out). */
+				struct rd_out *rd =
+					&s->rd[s->rd_tail++ % SWIW_MAX_ORD];
+
+				memset(rd, 0, sizeof(*rd));
+			}
 			s->nsrc = 0;
 			if (swiw_tx_msg_start(s, &m)) {
 				swiw_stream_fail(s, SWIW_V_NONE, NULL, 0, -1,
@@ -643,14 +633,10 @@ void swiw_stream_event(struct swiw_stream *s, uint32_t events)
 		overflow_check(s);
 		return;
 	}
-	if (events & EPOLLOUT)
-		swiw_tx_pump(s, UINT64_MAX);
+	/* Until a lower half takes the socket, MPA frames only. */
 	if ((events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) &&
-	    !s->eof_due_ns) {
-		if (s->mpa_phase)
-			mpa_rx(s);
-		swiw_rx_pump(s);
-	}
+	    !s->eof_due_ns && s->mpa_phase)
+		mpa_rx(s);
 	if (!s->failed)
 		swiw_tx_pump(s, UINT64_MAX);
 	overflow_check(s);
@@ -660,7 +646,6 @@ static void stream_free(struct swiw_stream *s)
 {
 	swiw_helper_fini(s);
 	free(s->infl);
-	free(s->stage);
 	free(s);
 }
 
@@ -789,9 +774,8 @@ static struct swiw_stream *stream_new(struct swiw_qp *qp, int fd, int role,
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return NULL;
-	s->stage = malloc(STAGE_SIZE);
 	s->infl = calloc(qp->max_send_wr, sizeof(*s->infl));
-	if (!s->stage || !s->infl)
+	if (!s->infl)
 		goto fail;
 	s->infl_mask = qp->max_send_wr - 1;
 	s->qp = qp;

@@ -16,14 +16,6 @@
 #include "swiw_term.h"
 #include "swiw_shim.h"
 
-#define TX_BATCH 16
-#define TX_IOV 1024
-#define STAGE_SIZE (256 * 1024)
-#define DIRECT_MIN 2048 /* payload runs received straight into place */
-#define PEEK SWIW_FPDU_PEEK_MAX
-#define RX_SMALL_RUN 4 /* short FPDUs in a row: staged reads pay off */
-#define RX_TAIL (8 + PEEK) /* pad, CRC and the next FPDU's header */
-
 struct seg_src {
 	uint8_t *addr;
 	uint32_t len;
@@ -52,17 +44,6 @@ struct rd_out {
 	bool atomic;
 	bool last; /* its response completes the WR */
 	uint8_t *result; /* atomic: the local 8 octets of the result */
-	struct swiw_ddp_progress prog;
-};
-
-/* A Read or Atomic Request of the peer, waiting to be answered. */
-struct rresp {
-	bool atomic;
-	uint8_t *src;
-	uint32_t len;
-	uint32_t sink_stag;
-	uint64_t sink_to;
-	struct swiw_rdmap_atomic_resp aresp;
 };
 
 /* The local SGEs of a READ, one Read Request each. */
@@ -72,21 +53,16 @@ struct rd_sink {
 	uint64_t laddr;
 };
 
-/* The receive WR the current untagged message goes into. */
+/* The receive WR a lower half took for a message that failed. */
 struct rxbuf {
 	bool valid;
-	bool bad; /* an SGE failed the local checks */
+	bool bad; /* an SGE failed the lower half's checks */
 	uint64_t id;
-	uint32_t msn;
-	uint32_t nsge;
-	uint64_t len;
-	struct seg_src sge[SWIW_MAX_SGE];
 };
 
 enum tx_kind {
 	TX_NONE,
 	TX_SQE,
-	TX_RRESP,
 	TX_RTR
 };
 
@@ -98,7 +74,6 @@ struct swiw_stream {
 	bool tx_ready;
 	bool failed;
 	bool dead; /* detached, waiting in the graveyard */
-	bool want_out;
 	uint64_t eof_due_ns; /* the peer closed: fail the stream then */
 	struct swiw_stream *next, *next_dead;
 
@@ -128,7 +103,7 @@ struct swiw_stream {
 	uint64_t mpa_due_ns;
 
 	/* Transmit. */
-	struct swiw_fpdu_tx ftx;
+	struct swiw_fpdu_tx ftx; /* a TERMINATE before the lower half */
 	struct swiw_ddp_tx dtx;
 	enum tx_kind kind;
 	uint32_t slot; /* TX_SQE: its infl[] entry */
@@ -138,7 +113,7 @@ struct swiw_stream {
 	struct seg_src src[SWIW_MAX_SGE];
 	uint32_t nsrc;
 	uint8_t inl[SWIW_MAX_INLINE];
-	uint32_t msn_send, msn_rreq, msn_aresp;
+	uint32_t msn_send, msn_rreq;
 	uint32_t atomic_id;
 	/* TX_SQE READ: the sinks still to be asked for. */
 	struct rd_sink rd_sink[SWIW_MAX_SGE_RD];
@@ -146,38 +121,15 @@ struct swiw_stream {
 	bool rd_more; /* more sinks wait for ORD room */
 	uint32_t rd_rkey;
 	uint64_t rd_raddr;
-	struct {
-		uint8_t hdr[SWIW_DDP_HDR_MAX];
-		struct swiw_fpdu_frame f;
-	} fr[TX_BATCH];
-	struct iovec iov[TX_IOV];
-	uint32_t niov, iov_pos;
-	bool batch_last; /* the batch ends the message */
-	uint64_t batch_bytes; /* DDP octets in the batch */
-	/* Whole messages earlier in the batch: their WRs are done when it
-	 * has gone to TCP (see chain_next). */
-	uint32_t bdone[TX_BATCH], nbdone;
+	bool msg_cut; /* the current message is all in the ring */
 
 	struct infl *infl;
 	uint32_t infl_mask, infl_head, infl_tail;
 	struct rd_out rd[SWIW_MAX_ORD];
 	uint32_t rd_head, rd_tail;
-	struct rresp rr[SWIW_MAX_IRD];
-	uint32_t rr_head, rr_tail;
 
 	/* Receive. */
-	struct swiw_fpdu_rx frx;
-	struct swiw_ddp_rx drx;
-	uint8_t *stage;
-	uint32_t st_head, st_tail;
-	bool seg_ok; /* the current segment passed validation */
-	uint8_t rx_small_run; /* short FPDUs in a row, up to RX_SMALL_RUN */
-	struct swiw_ddp_seg seg;
-	struct swiw_ddp_dest dst;
-	struct swiw_mem_ref tref; /* the region of the current segment */
 	struct rxbuf rqe;
-	uint64_t last_write_len, write_acc;
-	bool after_write; /* the last message in was a whole Write */
 	bool cq_full; /* a completion was lost: the QP fails */
 	uint32_t vendor_err; /* the TERMINATE's codes, for the failed WRs */
 
@@ -260,30 +212,20 @@ void swiw_stream_violation(struct swiw_stream *s, enum swiw_violation v,
  * once @budget octets went; true if anything moved.
  */
 bool swiw_tx_pump(struct swiw_stream *s, uint64_t budget);
-uint32_t swiw_tx_gather(const struct swiw_stream *s, uint32_t off, uint32_t len,
-			struct swiw_iov *v, struct swiw_sge *g, uint32_t max);
 int swiw_tx_msg_start(struct swiw_stream *s, const struct swiw_rdmap_msg *m);
 
-/* swiw_qp_rx.c: receives what the socket holds */
-void swiw_rx_pump(struct swiw_stream *s);
+/* swiw_qp_rx.c: completions of what the peer sent */
 void swiw_srq_limit_fire(struct swiw_stream *s, uint32_t limit, uint32_t avail);
-extern const struct swiw_ddp_mem_ops swiw_rx_mem_ops;
-
-/* How a Send with Invalidate's STag reaches the provider's table. */
-enum swiw_rx_inv {
-	SWIW_RX_INV_CHECK, /* invalidate it here; failing is a violation */
-	SWIW_RX_INV_MIRROR, /* the helper did: mirror its outcome */
-	SWIW_RX_INV_DONE, /* the lower half did, in this very table */
-};
 
 /*
- * A message of the peer ended whole (in-process, or as a helper event):
- * its completion. @bytes is a Send's length, or for Immediate Data the
- * length of the Write before it (@after_write).
+ * A message of the peer ended whole (a lower half's event): its
+ * completion. @bytes is a Send's length, or for Immediate Data the
+ * length of the Write before it (@after_write); @mirror_inv: a Send with
+ * Invalidate's STag goes from the provider's table too.
  */
 void swiw_rx_complete(struct swiw_stream *s, const struct swiw_ddp_seg *g,
 		      uint64_t rqe_id, uint32_t bytes, bool after_write,
-		      enum swiw_rx_inv inv);
+		      bool mirror_inv);
 enum swiw_mpa_rtr swiw_rx_rtr_kind(const struct swiw_ddp_seg *g);
 
 /* swiw_stream_helper.c: helper streams (swiw_backend.h) */

@@ -93,7 +93,7 @@ void swiw_helper_fini(struct swiw_stream *s)
 /* The ring engine's socket interest follows what its lower half needs. */
 static void ring_interest(struct swiw_stream *s, uint32_t want)
 {
-	if (s->be != &swiw_ring_backend || s->eof_due_ns || s->failed ||
+	if (s->be->event_fd >= 0 || s->eof_due_ns || s->failed ||
 	    want == s->hs_interest)
 		return;
 	/* Out of the set while it wants nothing: a hung-up socket
@@ -103,6 +103,36 @@ static void ring_interest(struct swiw_stream *s, uint32_t want)
 					    EPOLL_CTL_ADD,
 			   s->fd, want, s);
 	s->hs_interest = want;
+}
+
+_Static_assert(SWIW_ACCESS_REMOTE_WRITE == SWIW_ACC_REMOTE_WRITE &&
+		       SWIW_ACCESS_REMOTE_READ == SWIW_ACC_REMOTE_READ &&
+		       SWIW_ACCESS_REMOTE_ATOMIC == SWIW_ACC_REMOTE_ATOMIC,
+	       "swiw-abi.h numbers remote rights as swiw_ddp.h");
+
+/* The QP's qp_access_flags, as the lower half checks them. */
+static uint32_t stream_access(const struct swiw_stream *s)
+{
+	return (uint32_t)swiw_acc_bits(
+		       __atomic_load_n(&s->qp->access, __ATOMIC_RELAXED)) &
+	       ~(uint32_t)SWIW_ACC_LOCAL_WRITE;
+}
+
+/* modify_qp changed qp_access_flags: the lower half follows. */
+void swiw_engine_qp_access(struct swiw_qp *qp)
+{
+	struct swiw_stream *s;
+	int err;
+
+	swiw_eng_lock();
+	s = qp->stream;
+	if (s && s->attached && !s->failed) {
+		err = s->be->set_access(s->hs_id, stream_access(s));
+		if (err)
+			swiw_warn("QP %u: access flags: %s", swiw_stream_qpn(s),
+				  strerror(err));
+	}
+	swiw_eng_unlock();
 }
 
 /*
@@ -132,6 +162,7 @@ int swiw_helper_attach(struct swiw_stream *s)
 	a.ird = s->ird;
 	a.ord = s->ord;
 	a.pd = to_swiw_pd(s->qp->vqp.qp.pd)->pdn;
+	a.access = stream_access(s);
 	err = s->be->attach(&a);
 	if (err == ENOTCONN) {
 		swiw_info(
@@ -173,7 +204,7 @@ void swiw_helper_doorbell(struct swiw_stream *s)
 	if (err)
 		swiw_warn("QP %u: doorbell: %s", swiw_stream_qpn(s),
 			  strerror(err));
-	if (s->be == &swiw_ring_backend)
+	if (s->be->event_fd < 0)
 		ring_interest(s, swiw_ring_stream_interest(s->hs_id));
 }
 
@@ -247,8 +278,7 @@ static void ev_segment(struct swiw_stream *s, const struct swiw_rxev *e)
 			return; /* the RTR is no message of the ULP's */
 	}
 	swiw_rx_complete(s, &g, e->id, e->len, e->flags & SWIW_RXEV_AFTER_WRITE,
-			 s->be->mirror_invalidate ? SWIW_RX_INV_MIRROR :
-						    SWIW_RX_INV_DONE);
+			 s->be->mirror_invalidate);
 	if ((e->flags & SWIW_RXEV_RQE) && s->qp->srq)
 		srq_limit(s);
 }
@@ -334,7 +364,7 @@ bool swiw_helper_drain(struct swiw_stream *s)
 /* engine = ring: the socket has @events for the lower half. */
 void swiw_helper_event(struct swiw_stream *s, uint32_t events)
 {
-	if (s->be == &swiw_ring_backend && s->attached)
+	if (s->be->event_fd < 0 && s->attached)
 		ring_interest(s, swiw_ring_stream_io(s->hs_id, events));
 	swiw_helper_drain(s);
 	if (!s->failed && !s->dead)
@@ -391,7 +421,7 @@ static void helper_detach(struct swiw_stream *s, bool drain)
 		swiw_warn("QP %u: detach: %s", swiw_stream_qpn(s),
 			  strerror(err));
 	s->attached = false;
-	if (s->be == &swiw_ring_backend && s->hs_interest) {
+	if (s->be->event_fd < 0 && s->hs_interest) {
 		swiw_eng_epoll_ctl(EPOLL_CTL_DEL, s->fd, 0, NULL);
 		s->hs_interest = 0;
 	}

@@ -141,7 +141,10 @@ static int ep_open(struct ep *e, int sock, uint32_t flags)
 				     .flags = flags,
 				     .ird = 16,
 				     .ord = 16,
-				     .pd = PD_MAIN };
+				     .pd = PD_MAIN,
+				     .access = SWIW_ACCESS_REMOTE_WRITE |
+					       SWIW_ACCESS_REMOTE_READ |
+					       SWIW_ACCESS_REMOTE_ATOMIC };
 	int mss = 0, err;
 	socklen_t sl = sizeof(mss);
 

@@ -557,9 +557,9 @@ static void t_flags(struct swiw_ioc_attach *a)
 {
 	a->flags = 0x10;
 }
-static void t_rsvd(struct swiw_ioc_attach *a)
+static void t_access(struct swiw_ioc_attach *a)
 {
-	a->rsvd = 1;
+	a->access = 0x1; /* LOCAL_WRITE is no remote right */
 }
 static void t_stream(struct swiw_ioc_attach *a)
 {
@@ -668,7 +668,7 @@ static void test_attach(int fd)
 	EXPECT_ERR(attach(fd, &r, lsn, NULL, NULL), ENOTCONN);
 	/* The parameters. */
 	EXPECT_ERR(attach(fd, &r, a, t_flags, NULL), EINVAL);
-	EXPECT_ERR(attach(fd, &r, a, t_rsvd, NULL), EINVAL);
+	EXPECT_ERR(attach(fd, &r, a, t_access, NULL), EINVAL);
 	EXPECT_ERR(attach(fd, &r, a, t_stream, NULL), EINVAL);
 	EXPECT_ERR(attach(fd, &r, a, t_ird, NULL), EINVAL);
 	EXPECT_ERR(attach(fd, &r, a, t_ord, NULL), EINVAL);

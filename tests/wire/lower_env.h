@@ -172,13 +172,13 @@ static void env_rq_unlock(void *ctx, struct swiw_lower_rq *rq)
 static long env_send(void *ctx, const struct swiw_iov *iov, u32 n, u32 len)
 {
 	struct env *e = ctx;
-	struct iovec v[SWIW_LOWER_FRAME_IOV];
+	struct iovec v[SWIW_LOWER_BATCH_IOV];
 	struct msghdr mh = { .msg_iov = v };
 	size_t cap = e->send_cap ? e->send_cap : len, sum = 0;
 	ssize_t r;
 	u32 i;
 
-	if (n > SWIW_LOWER_FRAME_IOV || !n)
+	if (n > SWIW_LOWER_BATCH_IOV || !n)
 		abort();
 	for (i = 0; i < n; i++)
 		sum += iov[i].len;

@@ -425,6 +425,9 @@ static enum swiw_violation rx_tagged(struct swiw_ddp_rx *rx,
 		 * of ours may still complete with it. */
 		if (!found)
 			prog = r.progress;
+		else if (seg->opcode == RDMAP_READ_RESP)
+			/* It answers a READ of ours, or nothing. */
+			return SWIW_V_DDP_T_INVALID_STAG;
 	} else {
 		if (found)
 			return SWIW_V_DDP_T_INVALID_STAG;

@@ -46,7 +46,8 @@ int swiw_lower_init(struct swiw_lower *l, const struct swiw_lower_cfg *cfg,
 		   !ring_ok(&rq->ring, rqe_size(rq->max_sge))))
 		return -EINVAL;
 	if (cfg->mulpdu <= SWIW_DDP_HDR_MAX ||
-	    (cfg->markers_tx && (cfg->tx_pos & 3)))
+	    (cfg->markers_tx && (cfg->tx_pos & 3)) ||
+	    (cfg->stage && cfg->stage_len < SWIW_LOWER_STAGE_MIN))
 		return -EINVAL;
 
 	memset(l, 0, sizeof(*l));
@@ -55,10 +56,12 @@ int swiw_lower_init(struct swiw_lower *l, const struct swiw_lower_cfg *cfg,
 	l->cfg = *cfg;
 	l->cfg.ird = SWIW_MIN(cfg->ird, (u32)SWIW_MAX_IRD);
 	l->cfg.mulpdu = SWIW_MIN(cfg->mulpdu, (u32)MPA_MAX_ULPDU_LEN);
+	l->cfg.qp_access &= SWIW_ACC_REMOTE_WRITE | SWIW_ACC_REMOTE_READ |
+			    SWIW_ACC_REMOTE_ATOMIC;
+	l->tx_take = cfg->tx.pos;
 	l->ftx.pos = cfg->tx_pos;
 	l->ftx.markers = cfg->markers_tx;
 	l->ftx.crc = cfg->crc;
-	l->frame.iov = l->fiov;
 	l->msn_aresp = 1;
 
 	rc.pos = cfg->rx_pos;
@@ -94,6 +97,13 @@ static bool ring_room(struct swiw_lower *l, u32 n)
 bool swiw_lower_ev_room(struct swiw_lower *l, u32 n)
 {
 	return !l->npend && ring_room(l, n);
+}
+
+void swiw_lower_set_access(struct swiw_lower *l, u32 qp_access)
+{
+	l->cfg.qp_access = qp_access &
+			   (SWIW_ACC_REMOTE_WRITE | SWIW_ACC_REMOTE_READ |
+			    SWIW_ACC_REMOTE_ATOMIC);
 }
 
 /* Writes @ev into the next slot: false when it is not free. */

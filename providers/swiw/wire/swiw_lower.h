@@ -91,11 +91,18 @@ struct swiw_lower_ops {
 	void (*rq_lock)(void *env, struct swiw_lower_rq *rq);
 	void (*rq_unlock)(void *env, struct swiw_lower_rq *rq);
 	/*
-	 * Hands @n pieces (@len octets) to the transport without blocking:
-	 * returns the octets taken (0 to @len), or a negative errno when
-	 * the transport failed (the stream then reports CLOSED).
+	 * Hands @n pieces (@len octets, one or several FPDUs) to the transport
+	 * without blocking: returns the octets taken (0 to @len), or a
+	 * negative errno when the transport failed (the stream then reports
+	 * CLOSED).
 	 */
 	long (*send)(void *env, const struct swiw_iov *iov, u32 n, u32 len);
+	/*
+	 * Pull-mode receive only (swiw_lower_rx_pull; NULL otherwise): reads
+	 * into @n pieces without blocking. Returns the octets read, 0 at the
+	 * peer's FIN, -EAGAIN when none are waiting, or a negative errno.
+	 */
+	long (*recv)(void *env, const struct swiw_iov *iov, u32 n);
 	/* Events were posted: wake whoever waits for them. */
 	void (*wake)(void *env);
 };
@@ -112,6 +119,10 @@ struct swiw_lower_cfg {
 	struct swiw_lower_ring tx; /* consumer view */
 	struct swiw_lower_ring rxev; /* producer view */
 	struct swiw_lower_rq *rq; /* shared; the environment owns it */
+	u32 qp_access; /* SWIW_ACC_REMOTE_*: what the QP allows the peer */
+	/* Pull-mode receive: where octets wait that are not yet placed. */
+	u8 *stage;
+	u32 stage_len; /* at least SWIW_LOWER_STAGE_MIN */
 };
 
 /* A response of ours to a Read or Atomic Request, waiting its turn. */
@@ -120,6 +131,16 @@ struct swiw_lower_resp {
 	void *mr; /* the held source region (Read Response), or NULL */
 	u64 src; /* address of the first octet to send */
 	struct swiw_rdmap_msg msg;
+};
+
+/*
+ * A Read or Atomic Request of ours, sent and not yet answered: the
+ * peer's responses must match these, oldest first (ORD of them at most).
+ */
+struct swiw_lower_rreq {
+	bool atomic;
+	u32 sink_stag;
+	struct swiw_ddp_progress prog; /* the sink's TO range and length */
 };
 
 /* The RQE the current untagged message goes into. */
@@ -142,6 +163,12 @@ struct swiw_lower_rqe {
 #define SWIW_LOWER_FRAME_IOV \
 	(SWIW_LOWER_ULPDU_IOV + 2 + 2 * SWIW_FPDU_MAX_MARKERS)
 /*
+ * Transmit batches: up to SWIW_LOWER_BATCH FPDUs, of up to
+ * SWIW_LOWER_BATCH_IOV pieces in all, go to the transport in one send().
+ */
+#define SWIW_LOWER_BATCH 16
+#define SWIW_LOWER_BATCH_IOV 1024
+/*
  * Event reservation: reception needs this many free event slots before it
  * starts an FPDU (the RTR event, then a SEGMENT or the VIOLATION), and
  * transmit leaves them free for it.
@@ -152,6 +179,23 @@ struct swiw_lower_rqe {
 /* Events that found no room (at most a SENT failure and the end of
  * reception), posted at the next doorbell. */
 #define SWIW_LOWER_PEND 4
+/* Pull-mode receive: a payload run this long goes straight into place. */
+#define SWIW_LOWER_DIRECT_MIN 2048
+/* What is read behind such a run: pad, CRC, and the next FPDU's head. */
+#define SWIW_LOWER_RX_TAIL (8 + SWIW_FPDU_PEEK_MAX)
+#define SWIW_LOWER_STAGE_MIN 4096
+
+/* One FPDU of the batch in hand, until the transport took all of it. */
+struct swiw_lower_frame {
+	bool txd; /* a txd's, else a response's */
+	bool last; /* a response's last segment */
+	u32 iov_end; /* past its last piece in the batch */
+	u32 nmr;
+	void *mr[SWIW_TXD_SGE]; /* a txd's regions, held */
+	struct swiw_txd t; /* the txd, copied out once */
+	u8 hdr[SWIW_DDP_HDR_MAX]; /* a response's header */
+	struct swiw_fpdu_frame f; /* its markers, pad and CRC */
+};
 
 /*
  * Per stream; the caller allocates it (it is large) and keeps it. The
@@ -165,23 +209,22 @@ struct swiw_lower {
 	/* Transmit */
 	struct swiw_fpdu_tx ftx;
 	bool tx_failed; /* a bad txd or the transport: nothing more goes out */
-	bool in_msg; /* a provider message is half sent (no L yet) */
-	bool frame_busy; /* frame below holds octets not yet sent */
-	bool frame_txd; /* it is a txd's (else a response's) */
-	bool frame_last; /* a response's: its last segment */
-	u32 frame_idx; /* its first piece not wholly sent */
-	struct swiw_txd txd; /* the txd being sent, copied out */
-	void *txd_mr[SWIW_TXD_SGE]; /* held while the frame is out */
-	u32 txd_nmr;
+	bool in_msg; /* the last frame built left a provider message open */
+	u32 tx_take; /* the next txd to take; cfg.tx.pos: the next to retire */
+	struct swiw_lower_frame bf[SWIW_LOWER_BATCH];
+	u32 bf_head, bf_n; /* frames not wholly sent, oldest first */
+	u32 ev_owed; /* SENT events those frames will post */
+	struct swiw_iov biov[SWIW_LOWER_BATCH_IOV]; /* their pieces */
+	u32 biov_pos, biov_n; /* the first piece not wholly sent; the end */
+	u64 biov_left; /* octets from biov_pos on */
 	struct swiw_iov ulpdu[SWIW_LOWER_ULPDU_IOV];
-	struct swiw_iov fiov[SWIW_LOWER_FRAME_IOV];
-	struct swiw_fpdu_frame frame;
-	u8 resp_hdr[SWIW_DDP_HDR_MAX];
 	struct swiw_ddp_tx resp_tx; /* the response being cut */
 	bool resp_busy;
-	struct swiw_lower_resp resp[SWIW_MAX_IRD]; /* FIFO */
-	u32 resp_head, resp_tail;
+	struct swiw_lower_resp resp[SWIW_MAX_IRD];
+	u32 resp_head, resp_cut, resp_tail; /* oldest held, being cut, end */
 	u32 msn_aresp; /* MSN of our next Atomic Response (queue 3) */
+	struct swiw_lower_rreq rreq[SWIW_MAX_ORD]; /* FIFO */
+	u32 rreq_head, rreq_tail;
 
 	/* Receive */
 	struct swiw_fpdu_rx frx;
@@ -202,6 +245,9 @@ struct swiw_lower {
 	struct swiw_sge rqe_sge[SWIW_MAX_SGE]; /* an RQE's SGEs, copied */
 	u64 write_acc, last_write_len;
 	bool after_write;
+	/* Pull mode: octets read into cfg.stage, not yet fed */
+	u32 st_head, st_tail;
+	u8 rx_small_run; /* short FPDUs in a row */
 
 	/* Events */
 	bool stalled; /* the event ring was full: wait for a doorbell */
@@ -215,8 +261,14 @@ struct swiw_lower {
  * -EINVAL for a missing op or a cfg it cannot run: rings of 2^k slots
  * with strides that hold their element (multiples of 8), an event ring
  * of at least SWIW_LOWER_RXEV_MIN slots, an RQ ring whose stride holds
- * max_sge (<= SWIW_MAX_SGE) SGEs, mulpdu above SWIW_DDP_HDR_MAX. IRD
- * above SWIW_MAX_IRD is cut to it.
+ * max_sge (<= SWIW_MAX_SGE) SGEs, mulpdu above SWIW_DDP_HDR_MAX, a
+ * stage of at least SWIW_LOWER_STAGE_MIN octets if any. IRD above
+ * SWIW_MAX_IRD is cut to it.
+ *
+ * Every incoming WRITE, READ and atomic needs its right in both the
+ * region and cfg.qp_access. Every Read Response and Atomic Response
+ * must answer the oldest Read or Atomic Request this stream sent that
+ * is not answered yet: its sink STag, TO range, length and order.
  *
  * Calling rules: every call on one @l is serialised by the caller.
  * Reception may queue responses: call swiw_lower_tx() after
@@ -238,13 +290,28 @@ int swiw_lower_init(struct swiw_lower *l, const struct swiw_lower_cfg *cfg,
 int swiw_lower_rx(struct swiw_lower *l, const void *data, size_t len,
 		  size_t *used);
 
+/*
+ * Pull-mode receive (cfg.stage and ops->recv given): reads from the
+ * transport and feeds what it read, at most @reads reads, until nothing
+ * is waiting or reception stops as with swiw_lower_rx(). A payload run of
+ * SWIW_LOWER_DIRECT_MIN octets or more is read straight into its
+ * destination, with the FPDU's trailer and the next head behind it in
+ * the same read. The transport's end is reported as by
+ * swiw_lower_rx_closed(). Returns 1 if @reads ran out (octets may still
+ * be waiting), 0 otherwise, or -EINVAL without a stage or recv op.
+ */
+int swiw_lower_rx_pull(struct swiw_lower *l, u32 reads);
+
+/* The QP's remote access rights (cfg.qp_access) changed. */
+void swiw_lower_set_access(struct swiw_lower *l, u32 qp_access);
+
 /* The transport ended (@err 0: FIN, else a positive errno): CLOSED. */
 void swiw_lower_rx_closed(struct swiw_lower *l, int err);
 
 /*
  * Transmit: frames and hands to the transport what the transmit ring
  * and the response FIFO hold, until the transport takes no more or
- * nothing is left. Returns 1 when octets are waiting for transport room
+ * nothing is left, in batches of up to SWIW_LOWER_BATCH FPDUs a send. Returns 1 when octets are waiting for transport room
  * (call again when it has some), 0 when idle or stopped. A txd's ULPDU
  * is at least a tagged header (14 octets: an RTR's zero-length Write)
  * and, with markers, short enough for its last marker's FPDUPTR (the

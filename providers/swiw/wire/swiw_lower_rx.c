@@ -10,16 +10,34 @@
 
 /* Memory lookups for swiw_ddp_rx_segment ---------------------------- */
 
-/* Holds the region @stag names for the current segment. */
+/* The oldest Read or Atomic Request of ours not answered, or NULL. */
+static struct swiw_lower_rreq *rreq_head(struct swiw_lower *l)
+{
+	if (l->rreq_head == l->rreq_tail)
+		return NULL;
+	return &l->rreq[l->rreq_head % SWIW_MAX_ORD];
+}
+
+/*
+ * Holds the region @stag names for the current segment. A Read
+ * Response's must be the sink of the oldest request outstanding, whose
+ * progress then checks its TO range, length and order; one answering
+ * no request is found nowhere, whatever its length.
+ */
 static int lookup_tagged(void *ctx, unsigned int opcode, u32 stag,
 			 struct swiw_ddp_region *r)
 {
 	struct swiw_lower *l = ctx;
-
+	struct swiw_lower_rreq *q = NULL;
 	int rc;
 
-	(void)opcode; /* swiw_ddp_rx_segment checks the rights it needs */
 	swiw_lower_tmr_drop(l);
+	if (opcode == RDMAP_READ_RESP) {
+		q = rreq_head(l);
+		if (!q || q->atomic || q->sink_stag != stag)
+			return -ENOENT;
+		r->progress = &q->prog;
+	}
 	rc = l->ops->mr_get(l->env, stag, &l->tmr);
 	if (rc == -EPERM) {
 		/* Another PD's: found, not associated, never touched. */
@@ -27,14 +45,15 @@ static int lookup_tagged(void *ctx, unsigned int opcode, u32 stag,
 		return 0;
 	}
 	if (rc)
-		return -ENOENT;
+		/* A zero-length READ's sink names no region. */
+		return q && !q->prog.total ? 0 : -ENOENT;
 	l->tmr_held = true;
 	r->handle = &l->tmr;
 	r->base = l->tmr.base;
 	r->len = l->tmr.len;
-	r->access = l->tmr.access;
+	/* The region's remote rights, as far as the QP allows them. */
+	r->access = l->tmr.access & (SWIW_ACC_LOCAL_WRITE | l->cfg.qp_access);
 	r->associated = true; /* mr_get finds the stream's own only */
-	r->progress = NULL;
 	return 0;
 }
 
@@ -111,9 +130,14 @@ static int lookup_untagged(void *ctx, u32 qn, u32 msn, struct swiw_ddp_rbuf *b)
 {
 	struct swiw_lower *l = ctx;
 
+	struct swiw_lower_rreq *q = rreq_head(l);
+
 	(void)msn; /* ordered: one message at a time per queue */
 	b->progress = NULL;
 	if (qn == RDMAP_QN_ATOMIC_RESP) {
+		/* It must answer the oldest request outstanding. */
+		if (!q || !q->atomic)
+			return -ENOENT;
 		b->handle = &l->seg.u.aresp;
 		b->len = RDMAP_ATOMIC_DATA_SIZE;
 		return 0;
@@ -203,6 +227,13 @@ static void post_rqe(struct swiw_lower *l, u16 flags, u64 len)
 
 /* Receive ----------------------------------------------------------- */
 
+/*
+ * Pull mode: large FPDUs come in runs (bulk transfers), with a short one
+ * ending each message MULPDU split; only this many short ones in a row
+ * mean small messages, which reads of the whole stage serve best.
+ */
+#define RX_SMALL_RUN 4
+
 static void on_hdr(struct swiw_lower *l)
 {
 	enum swiw_violation v = SWIW_V_NONE;
@@ -210,6 +241,10 @@ static void on_hdr(struct swiw_lower *l)
 	const u8 *h = swiw_fpdu_rx_hdr(&l->frx, &hl);
 	int rc;
 
+	if (ulen >= SWIW_LOWER_DIRECT_MIN)
+		l->rx_small_run = 0;
+	else if (l->rx_small_run < RX_SMALL_RUN)
+		l->rx_small_run++;
 	swiw_lower_tmr_drop(l);
 	l->seg_ok = false;
 	rc = swiw_ddp_rx_segment(&l->drx, h, ulen, &l->seg, &l->dst, &v);
@@ -269,11 +304,23 @@ static void queue_resp(struct swiw_lower *l)
 	l->resp_tail++;
 }
 
-/* A Send with Invalidate arrived whole: its STag goes first. */
+/*
+ * A Send with Invalidate arrived whole: its STag goes first. The peer
+ * may invalidate only what it could use itself: a region of this PD
+ * with a remote right, never one the provider keeps for its own use.
+ */
 static bool remote_inv(struct swiw_lower *l, u32 stag)
 {
-	int rc = l->ops->mr_invalidate(l->env, stag);
+	struct swiw_lower_mr m;
+	int rc = l->ops->mr_get(l->env, stag, &m);
 
+	if (!rc) {
+		l->ops->mr_put(l->env, m.handle);
+		rc = m.access & (SWIW_ACC_REMOTE_WRITE | SWIW_ACC_REMOTE_READ |
+				 SWIW_ACC_REMOTE_ATOMIC) ?
+			     l->ops->mr_invalidate(l->env, stag) :
+			     -EACCES;
+	}
 	if (!rc)
 		return true;
 	swiw_lower_rx_end(l, SWIW_RXEV_VIOLATION,
@@ -282,6 +329,13 @@ static bool remote_inv(struct swiw_lower *l, u32 stag)
 					  SWIW_V_RDMAP_CANT_INVALIDATE,
 			  0, NULL, 0);
 	return false;
+}
+
+/* The oldest request outstanding got its whole response. */
+static void rreq_done(struct swiw_lower *l)
+{
+	if (l->rreq_head != l->rreq_tail)
+		l->rreq_head++;
 }
 
 static void on_end(struct swiw_lower *l)
@@ -305,6 +359,7 @@ static void on_end(struct swiw_lower *l)
 		if (!d->complete)
 			break;
 		if (g->tagged && g->opcode == RDMAP_READ_RESP) {
+			rreq_done(l);
 			post_seg(l, 0, 0, l->t_acc);
 			l->t_acc = 0;
 		} else if (g->tagged) {
@@ -329,6 +384,7 @@ static void on_end(struct swiw_lower *l)
 		queue_resp(l);
 		break;
 	case SWIW_DDP_ATOMIC_RESP:
+		rreq_done(l);
 		post_seg(l, 0, 0, 0);
 		break;
 	case SWIW_DDP_TERMINATE:
@@ -344,52 +400,221 @@ out:
 	swiw_lower_tmr_drop(l);
 }
 
+/*
+ * An FPDU may start: room for every event it may post, beside the SENT
+ * events the transmit batch owes.
+ */
+static bool rx_reserve(struct swiw_lower *l)
+{
+	if (l->rx_mid)
+		return true;
+	if (!swiw_lower_ev_room(l, SWIW_LOWER_RX_EVENTS + l->ev_owed)) {
+		l->stalled = true;
+		return false;
+	}
+	l->rx_mid = true;
+	return true;
+}
+
+/* The deframer failed: reception ends with its reason. */
+static void rx_broken(struct swiw_lower *l)
+{
+	enum swiw_violation v = swiw_fpdu_rx_violation(&l->frx);
+
+	swiw_lower_rx_end(l, SWIW_RXEV_VIOLATION,
+			  v ? v : SWIW_V_DDP_CATASTROPHIC, 0, NULL, 0);
+}
+
+/*
+ * Takes @n octets at @p of the step @st wants (@n <= its length);
+ * @placed: payload already in its destination. False once reception
+ * ended.
+ */
+static bool rx_take(struct swiw_lower *l, const struct swiw_fpdu_rx_step *st,
+		    const u8 *p, u32 n, bool placed)
+{
+	unsigned int ev = 0;
+
+	if (st->kind == SWIW_FPDU_RX_PAYLOAD && !placed)
+		place(l, st->off, p, n);
+	if (swiw_fpdu_rx_advance(&l->frx, p, n, &ev)) {
+		rx_broken(l);
+		return false;
+	}
+	if (ev & SWIW_FPDU_EV_HDR)
+		on_hdr(l);
+	if (!l->rx_done && (ev & SWIW_FPDU_EV_END)) {
+		on_end(l);
+		l->rx_mid = false;
+	}
+	return !l->rx_done;
+}
+
+/* Feeds @len octets; returns those taken. */
+static size_t rx_feed(struct swiw_lower *l, const u8 *p, size_t len)
+{
+	struct swiw_fpdu_rx_step st;
+	size_t left = len;
+	u32 n;
+
+	while (left && !l->rx_done && !l->stalled && rx_reserve(l)) {
+		if (swiw_fpdu_rx_next(&l->frx, &st)) {
+			rx_broken(l);
+			break;
+		}
+		n = (u32)SWIW_MIN((size_t)st.len, left);
+		if (!rx_take(l, &st, p, n, false)) {
+			left -= n;
+			break;
+		}
+		p += n;
+		left -= n;
+	}
+	return len - left;
+}
+
 int swiw_lower_rx(struct swiw_lower *l, const void *data, size_t len,
 		  size_t *used)
 {
-	struct swiw_fpdu_rx_step st;
-	const u8 *p = data;
-	size_t left = len;
-	unsigned int ev;
-	u32 n;
-	int rc;
-
-	while (left && !l->rx_done && !l->stalled) {
-		if (!l->rx_mid) {
-			/* Room for every event this FPDU may post. */
-			if (!swiw_lower_ev_room(l, SWIW_LOWER_RX_EVENTS)) {
-				l->stalled = true;
-				break;
-			}
-			l->rx_mid = true;
-		}
-		rc = swiw_fpdu_rx_next(&l->frx, &st);
-		if (!rc) {
-			n = (u32)SWIW_MIN((size_t)st.len, left);
-			if (st.kind == SWIW_FPDU_RX_PAYLOAD)
-				place(l, st.off, p, n);
-			rc = swiw_fpdu_rx_advance(&l->frx, p, n, &ev);
-			p += n;
-			left -= n;
-		}
-		if (rc) {
-			enum swiw_violation v = swiw_fpdu_rx_violation(&l->frx);
-
-			swiw_lower_rx_end(l, SWIW_RXEV_VIOLATION,
-					  v ? v : SWIW_V_DDP_CATASTROPHIC, 0,
-					  NULL, 0);
-			break;
-		}
-		if (ev == SWIW_FPDU_EV_HDR) {
-			on_hdr(l);
-		} else if (ev == SWIW_FPDU_EV_END) {
-			on_end(l);
-			l->rx_mid = false;
-		}
-	}
-	*used = len - left;
+	*used = rx_feed(l, data, len);
 	swiw_lower_wake(l);
 	return 0;
+}
+
+/*
+ * Pull mode: the destination of the payload run @st, as pieces, if it is
+ * long enough to be read straight into place; returns the pieces (0: not
+ * worth it) and their octets in *@len.
+ */
+static u32 direct_map(struct swiw_lower *l, const struct swiw_fpdu_rx_step *st,
+		      struct swiw_iov *iov, u32 max, u32 *len)
+{
+	const struct swiw_ddp_dest *d = &l->dst;
+	u64 k, off, want;
+	u32 n = 0, i, c, m;
+
+	*len = 0;
+	if (st->kind != SWIW_FPDU_RX_PAYLOAD ||
+	    st->len < SWIW_LOWER_DIRECT_MIN || !l->seg_ok ||
+	    d->action != SWIW_DDP_PLACE || !d->handle ||
+	    st->off < l->seg.hdr_len)
+		return 0;
+	k = st->off - l->seg.hdr_len;
+	if (k >= d->len)
+		return 0;
+	want = SWIW_MIN((u64)st->len, d->len - k);
+	off = d->offset + k;
+	if (d->handle == &l->tmr) {
+		n = l->ops->mr_map(l->env, l->tmr.handle, l->tmr.base + off,
+				   (u32)want, iov, max);
+		if (n)
+			*len = (u32)want;
+		return n;
+	}
+	for (i = 0; i < l->rqe.nsge && want && n < max; i++) {
+		if (off >= l->rqe.sge[i].len) {
+			off -= l->rqe.sge[i].len;
+			continue;
+		}
+		c = (u32)SWIW_MIN(want, l->rqe.sge[i].len - off);
+		m = l->ops->mr_map(l->env, l->rqe.sge[i].mr,
+				   l->rqe.sge[i].addr + off, c, iov + n,
+				   max - n);
+		if (!m)
+			break;
+		n += m;
+		*len += c;
+		want -= c;
+		off = 0;
+	}
+	return *len >= SWIW_LOWER_DIRECT_MIN ? n : 0;
+}
+
+/* Pieces of a direct read: the destination's, then the stage's. */
+#define RX_DIRECT_IOV (SWIW_MAX_SGE * SWIW_LOWER_MAP_MAX + 1)
+
+int swiw_lower_rx_pull(struct swiw_lower *l, u32 reads)
+{
+	struct swiw_iov iov[RX_DIRECT_IOV];
+	struct swiw_fpdu_rx_step st;
+	u32 np, dlen, want, i, c;
+	long n;
+	int ret = 0;
+
+	if (!l->cfg.stage || !l->ops->recv)
+		return -EINVAL;
+	while (!l->rx_done && !l->stalled) {
+		if (l->st_head < l->st_tail) {
+			l->st_head += (u32)rx_feed(l, l->cfg.stage + l->st_head,
+						   l->st_tail - l->st_head);
+			if (l->st_head < l->st_tail)
+				break; /* stalled, or reception ended */
+			continue;
+		}
+		if (!reads) {
+			ret = 1;
+			break;
+		}
+		reads--;
+		if (!rx_reserve(l))
+			break;
+		if (swiw_fpdu_rx_next(&l->frx, &st)) {
+			rx_broken(l);
+			break;
+		}
+		np = direct_map(l, &st, iov, RX_DIRECT_IOV - 1, &dlen);
+		if (np) {
+			/* The payload into place, and in the same read the
+			 * trailer and the next head into the stage. */
+			iov[np].base = l->cfg.stage;
+			iov[np].len = SWIW_LOWER_RX_TAIL;
+			want = dlen + SWIW_LOWER_RX_TAIL;
+			n = l->ops->recv(l->env, iov, np + 1);
+		} else {
+			/*
+			 * After a large FPDU, read just this step and the
+			 * next head, so that the next payload can go
+			 * straight into place; a run of small ones reads
+			 * all the stage holds.
+			 */
+			want = l->cfg.stage_len;
+			if (l->rx_small_run < RX_SMALL_RUN &&
+			    st.len + SWIW_LOWER_RX_TAIL < want)
+				want = st.len + SWIW_LOWER_RX_TAIL;
+			iov[0].base = l->cfg.stage;
+			iov[0].len = want;
+			n = l->ops->recv(l->env, iov, 1);
+		}
+		if (n == -EAGAIN)
+			break;
+		if (n <= 0) {
+			swiw_lower_rx_end(l, SWIW_RXEV_CLOSED, SWIW_V_NONE,
+					  (u32)-n, NULL, 0);
+			break;
+		}
+		/* Less than asked: the transport had no more. */
+		if ((u32)n < want)
+			reads = 0;
+		if (!np) {
+			l->st_head = 0;
+			l->st_tail = (u32)n;
+			continue;
+		}
+		for (i = 0; i < np && n > 0; i++) {
+			c = (u32)SWIW_MIN((u64)n, (u64)iov[i].len);
+			n -= c;
+			if (swiw_fpdu_rx_next(&l->frx, &st)) {
+				rx_broken(l);
+				break;
+			}
+			if (!rx_take(l, &st, iov[i].base, c, true))
+				break;
+		}
+		l->st_head = 0;
+		l->st_tail = n > 0 ? (u32)n : 0;
+	}
+	swiw_lower_wake(l);
+	return ret;
 }
 
 void swiw_lower_rx_closed(struct swiw_lower *l, int err)
