@@ -1,37 +1,39 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * The receive path as the engine drives it, end to end: stream octets in
- * fuzzer-chosen pieces → the deframer's pull interface → DDP/RDMAP
- * validation of each FPDU's head → payload placed into (fake) registered
- * memory as it arrives, never past what validation allowed → the CRC
- * verdict → a TERMINATE built and parsed back for any violation.
+ * The receive path as the in-process engine drives it: the wire core's
+ * own lower half (swiw_lower.h) in pull mode, reading a hostile peer's
+ * stream in reads of fuzzer-chosen sizes, large payload runs straight
+ * into (fake) registered memory and receive WRs, through its real
+ * lookups, validation and placement. lower_env.h aborts on any write
+ * outside a region the lower half holds; every region must be put back
+ * and every receive WR it took reported once; a violation's TERMINATE
+ * must read back as built.
  *
- * Input: flags (bit 0 markers, 1 CRC, 2 ordered placement, 3 RFC 7306,
- * 4 strict reserved bits), a piece-size seed, then the stream.
+ * Input: flags (bit 0 markers, 1 CRC, 2 RTR event, 3 lazy event drain,
+ * 4 no remote rights for the QP), a read-size seed, then the stream.
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../wire/ddp_fake.h"
-#include "swiw_ddp.h"
-#include "swiw_fpdu.h"
+#include "../wire/lower_env.h"
 #include "swiw_term.h"
 
-struct placement {
-	struct swiw_ddp_dest dst;
-	struct swiw_ddp_seg seg;
-	bool valid; /* this FPDU passed validation */
-	u32 placed; /* payload octets placed so far */
+#define STAGE_LEN SWIW_LOWER_STAGE_MIN
+
+struct count {
+	u32 rqe_events;
 };
 
-static void check_term(enum swiw_violation v, const u8 *head, u32 head_len)
+static void check_term(const struct swiw_rxev *ev)
 {
 	struct swiw_term t, back;
 	u8 buf[SWIW_TERM_MAX_LEN];
 	int n;
 
-	if (swiw_term_from_violation(v, head, head_len, &t))
+	if (ev->type != SWIW_RXEV_VIOLATION ||
+	    swiw_term_from_violation((enum swiw_violation)ev->violation,
+				     ev->hdr, ev->hdr_len, &t))
 		return; /* a row that sends no TERMINATE */
 	n = swiw_term_build(&t, buf, sizeof(buf));
 	if (n < 0)
@@ -41,124 +43,119 @@ static void check_term(enum swiw_violation v, const u8 *head, u32 head_len)
 		abort(); /* what we would send must read back as sent */
 }
 
-/* Places @len payload octets that sit at ULPDU offset @off. */
-static void place(struct placement *p, u32 off, const u8 *data, u32 len)
+static void drain(struct env *e, struct count *c)
 {
-	u32 rel;
+	struct swiw_rxev ev;
 
-	if (!p->valid || p->dst.action != SWIW_DDP_PLACE || !p->dst.handle)
-		return;
-	if (off < p->seg.hdr_len || off - p->seg.hdr_len + len > p->dst.len)
-		abort(); /* the deframer and the validator disagree */
-	rel = off - p->seg.hdr_len;
-	p->dst.offset += rel;
-	p->dst.len -= rel;
-	{
-		struct swiw_ddp_dest d = p->dst;
-
-		d.len = len;
-		fake_place(&d, data); /* aborts outside the region */
+	while (env_ev_take(e, &ev)) {
+		if (ev.hdr_len > SWIW_DDP_HDR_MAX || !ev.type ||
+		    ev.type > SWIW_RXEV_CLOSED)
+			abort();
+		if (ev.flags & SWIW_RXEV_RQE)
+			c->rqe_events++;
+		check_term(&ev);
 	}
-	p->dst.offset -= rel;
-	p->dst.len += rel;
-	p->placed += len;
+}
+
+/* A receive WR of two SGEs into the untagged region. */
+static void post_rqe(struct env *e, u32 stag, u64 id)
+{
+	struct {
+		struct swiw_rqe h;
+		struct swiw_sge sge[2];
+	} q;
+
+	memset(&q, 0, sizeof(q));
+	q.h.id = id;
+	q.h.num_sge = 2;
+	q.sge[0] = (struct swiw_sge){ 0x20000 + 100, 3000, stag };
+	q.sge[1] = (struct swiw_sge){ 0x20000 + 8192, 20000, stag };
+	env_slot_put(env_rq_slot(e), &q, sizeof(q), 0);
+	e->rq_put++;
+}
+
+/* A region under the STag wire_capture's traffic (the seeds) names. */
+static void reg_at(struct env *e, u32 stag, u64 base, u64 len, u32 access)
+{
+	env_find(e, env_reg(e, base, len, access))->stag = stag;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static struct fake_mem fm;
-	struct swiw_fpdu_rx_cfg cfg = { 0 };
-	struct swiw_fpdu_rx frx;
-	struct swiw_ddp_rx drx;
-	struct placement p = { 0 };
-	u32 flags, ddp_flags = 0, seed;
-	size_t pos = 2;
-	int i;
+	struct count c = { 0 };
+	struct env e;
+	u8 flags, *stage;
+	u32 i, ut, rounds = 0;
 
 	if (size < 2)
 		return 0;
 	flags = data[0];
-	seed = data[1] * 2654435761u + 1;
-	cfg.markers = flags & 1;
-	cfg.crc = flags & 2;
-	cfg.min_ulpdu = SWIW_FPDU_MIN_ULPDU;
-	cfg.peek = SWIW_FPDU_PEEK_MAX;
-	if (flags & 4)
-		ddp_flags |= SWIW_DDP_RX_ORDERED;
-	if (flags & 8)
-		ddp_flags |= SWIW_DDP_RX_RFC7306;
-	if (flags & 16)
-		ddp_flags |= SWIW_DDP_RX_STRICT;
-
-	memset(&fm, 0, sizeof(fm));
-	fake_add_region(&fm, 0x100, 0x1000, 4096,
-			SWIW_ACC_LOCAL_WRITE | SWIW_ACC_REMOTE_WRITE |
-				SWIW_ACC_REMOTE_READ | SWIW_ACC_REMOTE_ATOMIC);
-	fake_add_region(&fm, 0x200, 0, 64, SWIW_ACC_REMOTE_READ);
-	fake_add_region(&fm, 0x300, ~0ULL - 100, 100, SWIW_ACC_REMOTE_WRITE);
-	for (i = 1; i <= 8; i++)
-		fake_add_rbuf(&fm, 0, (u32)i, i * 300, i & 1);
-	fake_add_rbuf(&fm, 3, 1, 8, false);
-	if (swiw_fpdu_rx_init(&frx, &cfg) ||
-	    swiw_ddp_rx_init(&drx, &fake_ops, &fm, ddp_flags, 4))
+	memset(&e, 0, sizeof(e));
+	e.fd = -1;
+	e.rx_seed = data[1];
+	e.rx_data = data + 2;
+	e.rx_len = size - 2;
+	env_rings(&e, 8);
+	e.cfg.crc = flags & 2;
+	e.cfg.markers_rx = flags & 1;
+	e.cfg.rtr_event = flags & 4;
+	e.cfg.qp_access = flags & 16 ?
+				  0 :
+				  SWIW_ACC_REMOTE_WRITE | SWIW_ACC_REMOTE_READ |
+					  SWIW_ACC_REMOTE_ATOMIC;
+	stage = malloc(STAGE_LEN);
+	if (!stage)
+		abort();
+	e.cfg.stage = stage;
+	e.cfg.stage_len = STAGE_LEN;
+	env_reg(&e, 0x1000, 65536,
+		SWIW_ACC_LOCAL_WRITE | SWIW_ACC_REMOTE_WRITE |
+			SWIW_ACC_REMOTE_READ | SWIW_ACC_REMOTE_ATOMIC);
+	reg_at(&e, 0x5501, 0x10000, 65536,
+	       SWIW_ACC_LOCAL_WRITE | SWIW_ACC_REMOTE_WRITE);
+	reg_at(&e, 0x5502, 0x10000, 65536,
+	       SWIW_ACC_LOCAL_WRITE | SWIW_ACC_REMOTE_WRITE);
+	reg_at(&e, 0x3301, 0x7f0000800000ull, 65536, SWIW_ACC_REMOTE_READ);
+	reg_at(&e, 0x4401, 0x7f0000002000ull, 64,
+	       SWIW_ACC_LOCAL_WRITE | SWIW_ACC_REMOTE_ATOMIC);
+	ut = env_reg(&e, 0x20000, 32768, SWIW_ACC_LOCAL_WRITE);
+	for (i = 0; i < 6; i++)
+		post_rqe(&e, ut, i);
+	e.l = malloc(sizeof(*e.l));
+	if (!e.l || swiw_lower_init(e.l, &e.cfg, &env_ops, &e))
 		abort();
 
-	while (pos < size) {
-		struct swiw_fpdu_rx_step step;
-		unsigned int ev = 0;
-		u32 n;
+	while (!swiw_lower_rx_done(e.l)) {
+		size_t before = e.rx_off;
+		int rc = swiw_lower_rx_pull(e.l, 1 + (e.rx_seed & 7));
 
-		if (swiw_fpdu_rx_next(&frx, &step))
-			break; /* the deframer failed: checked below */
-		seed = seed * 1103515245u + 12345u;
-		n = 1 + (seed >> 16) % 97;
-		n = SWIW_MIN(n, step.len);
-		n = (u32)SWIW_MIN((size_t)n, size - pos);
-		if (step.kind == SWIW_FPDU_RX_BUFFERED) {
-			memcpy(step.buf, data + pos, n);
-			if (swiw_fpdu_rx_advance(&frx, NULL, n, &ev))
-				break;
-		} else {
-			/* Received "in place": straight into the region. */
-			place(&p, step.off, data + pos, n);
-			if (swiw_fpdu_rx_advance(&frx, data + pos, n, &ev))
-				break;
+		if (rc < 0)
+			abort();
+		swiw_lower_tx(e.l);
+		if (!(flags & 8) || swiw_lower_stalled(e.l)) {
+			drain(&e, &c);
+			swiw_lower_doorbell(e.l);
 		}
-		pos += n;
-		if (ev & SWIW_FPDU_EV_HDR) {
-			enum swiw_violation v = SWIW_V_NONE;
-			const u8 *head;
-			u32 hlen, ulen = swiw_fpdu_rx_ulpdu_len(&frx);
-
-			head = swiw_fpdu_rx_hdr(&frx, &hlen);
-			memset(&p, 0, sizeof(p));
-			if (swiw_ddp_rx_segment(&drx, head, ulen, &p.seg,
-						&p.dst, &v)) {
-				if (v <= SWIW_V_NONE || v >= SWIW_V_COUNT)
-					abort();
-				check_term(v, head, hlen);
-				break; /* the stream ends with the TERMINATE */
-			}
-			p.valid = true;
-			if (p.seg.hdr_len > hlen || p.seg.len != ulen)
-				abort();
-			/* Head octets past the header are payload too. */
-			if (hlen > p.seg.hdr_len)
-				place(&p, p.seg.hdr_len, head + p.seg.hdr_len,
-				      hlen - p.seg.hdr_len);
-			if (p.dst.action == SWIW_DDP_READ_REQ ||
-			    p.dst.action == SWIW_DDP_ATOMIC_REQ)
-				swiw_ddp_rx_ird_release(&drx);
-		}
-		if ((ev & SWIW_FPDU_EV_END) && p.valid &&
-		    p.dst.action == SWIW_DDP_PLACE && p.dst.handle &&
-		    p.placed != p.seg.payload_len)
-			abort(); /* every payload octet placed, once */
+		if (e.rx_off == before && !rc && !swiw_lower_stalled(e.l) &&
+		    !swiw_lower_rx_done(e.l))
+			abort(); /* nothing read, and no reason */
+		if (++rounds > 100000)
+			break;
 	}
-	if (swiw_fpdu_rx_violation(&frx) != SWIW_V_NONE)
-		check_term(swiw_fpdu_rx_violation(&frx), NULL, 0);
-	fake_free(&fm);
+	swiw_lower_tx(e.l);
+	drain(&e, &c);
+	swiw_lower_doorbell(e.l);
+	drain(&e, &c);
+	swiw_lower_fini(e.l);
+	drain(&e, &c);
+	for (i = 0; i < ENV_NREG; i++)
+		if (e.reg[i].holds)
+			abort(); /* a region still held after detach */
+	if (e.locked || c.rqe_events != e.rq.ring.pos)
+		abort(); /* an RQE taken and not reported once */
+	env_free(&e);
+	free(stage);
 	return 0;
 }

@@ -50,6 +50,10 @@ struct env {
 	int wakes, locked;
 	size_t send_cap; /* octets one send() takes at most; 0: all */
 	u64 sent;
+	/* Pull mode without a socket (fd < 0): recv() serves these. */
+	const u8 *rx_data;
+	size_t rx_len, rx_off;
+	u32 rx_seed, rx_calls;
 };
 
 static inline struct env_region *env_find(struct env *e, u32 stag)
@@ -199,6 +203,50 @@ static long env_send(void *ctx, const struct swiw_iov *iov, u32 n, u32 len)
 	return r;
 }
 
+/*
+ * Pull-mode reads: from the socket, or from rx_data in pieces whose
+ * sizes the seed varies (short reads included); 0 at its end.
+ */
+static long env_recv(void *ctx, const struct swiw_iov *iov, u32 n)
+{
+	struct env *e = ctx;
+	struct iovec v[SWIW_MAX_SGE * SWIW_LOWER_MAP_MAX + 1];
+	struct msghdr mh = { .msg_iov = v, .msg_iovlen = n };
+	size_t piece, got = 0, c;
+	ssize_t r;
+	u32 i;
+
+	if (!n || n > sizeof(v) / sizeof(v[0]))
+		abort();
+	for (i = 0; i < n; i++) {
+		if (!iov[i].len)
+			abort(); /* the interface: no empty pieces */
+		v[i].iov_base = (void *)iov[i].base;
+		v[i].iov_len = iov[i].len;
+	}
+	if (e->fd >= 0) {
+		r = recvmsg(e->fd, &mh, MSG_DONTWAIT);
+		if (r < 0)
+			return errno == EWOULDBLOCK ? -EAGAIN : -errno;
+		return r;
+	}
+	if (e->rx_off == e->rx_len)
+		return 0;
+	piece = 1 + (e->rx_seed * 131u + e->rx_calls++ * 17u) % 9000;
+	for (i = 0; i < n && piece && e->rx_off < e->rx_len; i++) {
+		c = v[i].iov_len;
+		if (c > piece)
+			c = piece;
+		if (c > e->rx_len - e->rx_off)
+			c = e->rx_len - e->rx_off;
+		memcpy(v[i].iov_base, e->rx_data + e->rx_off, c);
+		e->rx_off += c;
+		got += c;
+		piece -= c;
+	}
+	return (long)got;
+}
+
 static void env_wake(void *ctx)
 {
 	((struct env *)ctx)->wakes++;
@@ -214,6 +262,7 @@ static const struct swiw_lower_ops env_ops = {
 	.rq_lock = env_rq_lock,
 	.rq_unlock = env_rq_unlock,
 	.send = env_send,
+	.recv = env_recv,
 	.wake = env_wake,
 };
 

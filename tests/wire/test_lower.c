@@ -30,6 +30,7 @@ struct side {
 	struct env e;
 	u32 msn_send, msn_rreq;
 	bool stop_tx, stop_rx;
+	bool pull; /* the lower half reads the socket itself */
 	bool eof, closed_fed;
 	size_t rhead, rtail;
 	u8 rbuf[1 << 17];
@@ -137,6 +138,12 @@ static bool side_step(struct side *s)
 	if (!s->stop_tx)
 		swiw_lower_tx(l);
 	moved = s->e.sent != sent;
+	if (s->pull) {
+		u32 pos = swiw_fpdu_rx_pos(&l->frx);
+
+		assert_true(swiw_lower_rx_pull(l, 4) >= 0);
+		return moved || pos != swiw_fpdu_rx_pos(&l->frx);
+	}
 	if (!s->eof && s->rtail < sizeof(s->rbuf)) {
 		r = recv(s->e.fd, s->rbuf + s->rtail,
 			 sizeof(s->rbuf) - s->rtail, MSG_DONTWAIT);
@@ -1304,6 +1311,188 @@ static void test_stall(void **state)
 	assert_false(env_ev_take(&B->e, &ev));
 }
 
+/* B answers A's Read Request, or none, with a Read Response of its own. */
+static void rogue_resp(u32 sink, u64 to, u32 len, u32 src)
+{
+	struct swiw_rdmap_msg m = { .opcode = RDMAP_READ_RESP, .len = len };
+
+	m.stag = sink;
+	m.to = to;
+	send_msg(B, &m, src, 0x1000, 1000, 0, false);
+}
+
+/* A's lower half must refuse @len octets at @to of sink STag @sink. */
+static void resp_refused(bool outstanding, u32 sink, u64 to, u32 len,
+			 u32 violation)
+{
+	struct swiw_rxev ev;
+	u32 a_sink, b_src;
+
+	pair_new(&(struct opts){ 0 });
+	a_sink = env_reg(&A->e, 0x40000, 8192, SWIW_ACC_LOCAL_WRITE);
+	b_src = env_reg(&B->e, 0x1000, 8192, 0);
+	if (outstanding) {
+		/* A READ B cannot serve (bad source): B answers nothing
+		 * itself, its own reception ends. */
+		do_read(A, a_sink, 0x40000 + 1000, 4096, 0x777, 0);
+		ev_expect(B, SWIW_RXEV_VIOLATION, &ev);
+	}
+	rogue_resp(sink ? sink : a_sink, to, len, b_src);
+	ev_expect(A, SWIW_RXEV_VIOLATION, &ev);
+	assert_int_equal(ev.violation, violation);
+	/* Nothing of it landed outside what a match would allow. */
+	assert_int_equal(mem(A, a_sink)[999], 0);
+	assert_int_equal(mem(A, a_sink)[1000 + 4096], 0);
+	teardown(NULL);
+}
+
+/*
+ * A Read Response must answer the oldest Read Request outstanding: its
+ * sink STag, TO range and length. Anything else is refused, never
+ * reported as the READ's completion.
+ */
+static void test_read_resp_rules(void **state)
+{
+	(void)state;
+	/* Unsolicited, with data and without. */
+	resp_refused(false, 0, 0x40000 + 1000, 100, SWIW_V_DDP_T_INVALID_STAG);
+	resp_refused(false, 0, 0x40000 + 1000, 0, SWIW_V_DDP_T_INVALID_STAG);
+	/* Zero-length where 4096 octets are owed. */
+	resp_refused(true, 0, 0x40000 + 1000, 0, SWIW_V_DDP_T_BASE_BOUNDS);
+	/* Short, long, before the sink, and another STag. */
+	resp_refused(true, 0, 0x40000 + 1000, 100, SWIW_V_DDP_T_BASE_BOUNDS);
+	resp_refused(true, 0, 0x40000 + 1000, 5000, SWIW_V_DDP_T_BASE_BOUNDS);
+	resp_refused(true, 0, 0x40000, 4096, SWIW_V_DDP_T_BASE_BOUNDS);
+	resp_refused(true, 0x4242, 0x40000 + 1000, 4096,
+		     SWIW_V_DDP_T_INVALID_STAG);
+}
+
+/* The QP's remote rights bound the region's, and may change. */
+static void test_qp_access(void **state)
+{
+	struct swiw_rxev ev;
+	u32 src, t;
+
+	(void)state;
+	pair_new(&(struct opts){ 0 });
+	src = env_reg(&A->e, 0x1000, 4096, 0);
+	t = env_reg(&B->e, 0x1000, 4096,
+		    SWIW_ACC_LOCAL_WRITE | SWIW_ACC_REMOTE_WRITE |
+			    SWIW_ACC_REMOTE_READ | SWIW_ACC_REMOTE_ATOMIC);
+	swiw_lower_set_access(B->e.l, SWIW_ACC_REMOTE_READ);
+	/* A Read goes, a Write does not. */
+	do_read(A, env_reg(&A->e, 0x40000, 4096, SWIW_ACC_LOCAL_WRITE), 0x40000,
+		100, t, 0x1000);
+	ev_expect(A, SWIW_RXEV_SEGMENT, &ev);
+	do_write(A, t, 0x1000, 100, src, 0x1000, 1000, 1);
+	ev_expect(B, SWIW_RXEV_VIOLATION, &ev);
+	assert_int_equal(ev.violation, SWIW_V_DDP_T_ACCESS);
+	teardown(NULL);
+
+	pair_new(&(struct opts){ 0 });
+	t = env_reg(&B->e, 0x3000, 64,
+		    SWIW_ACC_LOCAL_WRITE | SWIW_ACC_REMOTE_ATOMIC |
+			    SWIW_ACC_REMOTE_READ);
+	swiw_lower_set_access(B->e.l, SWIW_ACC_REMOTE_WRITE);
+	do_read(A, 0x100, 0, 10, t, 0x3000);
+	ev_expect(B, SWIW_RXEV_VIOLATION, &ev);
+	assert_int_equal(ev.violation, SWIW_V_RDMAP_ACCESS_RIGHTS);
+	teardown(NULL);
+
+	pair_new(&(struct opts){ 0 });
+	t = env_reg(&B->e, 0x3000, 64,
+		    SWIW_ACC_LOCAL_WRITE | SWIW_ACC_REMOTE_ATOMIC);
+	swiw_lower_set_access(B->e.l, SWIW_ACC_REMOTE_READ);
+	{
+		struct swiw_rdmap_msg m = { .opcode = RDMAP_ATOMIC_REQ };
+
+		m.msn = A->msn_rreq++;
+		m.u.areq.op = RDMAP_ATOMIC_FETCH_ADD;
+		m.u.areq.stag = t;
+		m.u.areq.to = 0x3008;
+		send_msg(A, &m, 0, 0, 1000, 0, false);
+	}
+	ev_expect(B, SWIW_RXEV_VIOLATION, &ev);
+	assert_int_equal(ev.violation, SWIW_V_RDMAP_ACCESS_RIGHTS);
+}
+
+/* A Send with Invalidate may not reach a region without remote rights. */
+static void test_send_inval_local(void **state)
+{
+	struct swiw_rxev ev;
+	struct swiw_lower_mr m = { 0 };
+	u32 src, dst, local;
+
+	(void)state;
+	pair_new(&(struct opts){ 0 });
+	src = env_reg(&A->e, 0x1000, 4096, 0);
+	dst = env_reg(&B->e, 0x1000, 4096, SWIW_ACC_LOCAL_WRITE);
+	local = env_reg(&B->e, 0x9000, 4096, SWIW_ACC_LOCAL_WRITE);
+	post_rqe1(B, 5, dst, 0x1000, 100);
+	do_send(A, RDMAP_SEND_INVAL, 10, src, 0x1000, local, 1);
+	ev_expect(B, SWIW_RXEV_VIOLATION, &ev);
+	assert_int_equal(ev.violation, SWIW_V_RDMAP_CANT_INVALIDATE_OP);
+	assert_int_equal(ev.id, 5);
+	/* Still valid. */
+	assert_int_equal(env_mr_get(&B->e, local, &m), 0);
+	env_mr_put(&B->e, m.handle);
+}
+
+/* Pull mode over a socket: large runs land in place, small ones staged. */
+static void test_pull(void **state)
+{
+	enum {
+		LEN = 300000
+	};
+	struct swiw_rxev ev;
+	u32 src, dst, rq;
+	u8 *stage = malloc(65536);
+	int i, rounds;
+
+	(void)state;
+	assert_non_null(stage);
+	pair_new(&(struct opts){ .crc = true });
+	/* B again, in pull mode. */
+	swiw_lower_fini(B->e.l);
+	B->e.cfg.stage = stage;
+	B->e.cfg.stage_len = 65536;
+	assert_int_equal(swiw_lower_init(B->e.l, &B->e.cfg, &env_ops, &B->e),
+			 0);
+	B->pull = true;
+	src = env_reg(&A->e, 0x100000, LEN, 0);
+	dst = env_reg(&B->e, 0x100000, LEN,
+		      SWIW_ACC_LOCAL_WRITE | SWIW_ACC_REMOTE_WRITE);
+	rq = env_reg(&B->e, 0x900000, 65536, SWIW_ACC_LOCAL_WRITE);
+	fill(mem(A, src), LEN);
+	for (i = 0; i < 30; i++)
+		post_rqe1(B, (u64)i, rq, 0x900000 + 1000 * (u64)i, 1000);
+	do_write(A, dst, 0x100000, LEN, src, 0x100000, 16000, 1);
+	/* A's events unread: no SENT asked. */
+	expect_sent(A, 1, 0);
+	for (i = 0; i < 30; i++) {
+		struct swiw_rdmap_msg m = { .opcode = RDMAP_SEND,
+					    .len = 10 + (u32)i };
+
+		m.msn = A->msn_send++;
+		send_msg(A, &m, src, 0x100000 + (u64)i, 1000, 0, false);
+	}
+	for (i = 0, rounds = 0; i < 30; rounds++) {
+		assert_true(rounds < 20000);
+		pump();
+		while (env_ev_take(&B->e, &ev)) {
+			assert_int_equal(ev.type, SWIW_RXEV_SEGMENT);
+			assert_int_equal(ev.id, (u64)i);
+			assert_int_equal(ev.len, 10 + (u32)i);
+			assert_memory_equal(mem(B, rq) + 1000 * i,
+					    mem(A, src) + i, ev.len);
+			i++;
+		}
+		swiw_lower_doorbell(B->e.l);
+	}
+	assert_memory_equal(mem(B, dst), mem(A, src), LEN);
+	free(stage);
+}
+
 /* A full 1 MiB each way and back: Write, Read and Send. */
 static void test_mib(void **state)
 {
@@ -1376,6 +1565,10 @@ int main(void)
 		cmocka_unit_test_teardown(test_ird_and_align, teardown),
 		cmocka_unit_test_teardown(test_stall, teardown),
 		cmocka_unit_test_teardown(test_mib, teardown),
+		cmocka_unit_test(test_read_resp_rules),
+		cmocka_unit_test_teardown(test_qp_access, teardown),
+		cmocka_unit_test_teardown(test_send_inval_local, teardown),
+		cmocka_unit_test_teardown(test_pull, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
