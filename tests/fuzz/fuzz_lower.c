@@ -25,19 +25,6 @@ struct count {
 	u32 rqe_events;
 };
 
-static void drain(struct env *e, struct count *c)
-{
-	struct swiw_rxev ev;
-
-	while (env_ev_take(e, &ev)) {
-		if (ev.hdr_len > SWIW_DDP_HDR_MAX || !ev.type ||
-		    ev.type > SWIW_RXEV_CLOSED)
-			abort();
-		if (ev.flags & SWIW_RXEV_RQE)
-			c->rqe_events++;
-	}
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -99,7 +86,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		pieces++;
 		swiw_lower_tx(e.l);
 		if (!(flags & 8) || swiw_lower_stalled(e.l)) {
-			drain(&e, &c);
+			env_fuzz_drain(&e, &c.rqe_events, NULL);
 			swiw_lower_doorbell(e.l);
 		}
 		if (!used && !swiw_lower_stalled(e.l) &&
@@ -109,17 +96,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 	}
 	swiw_lower_rx_closed(e.l, 0);
-	swiw_lower_tx(e.l);
-	drain(&e, &c);
-	swiw_lower_doorbell(e.l);
-	drain(&e, &c);
-	swiw_lower_fini(e.l);
-	drain(&e, &c);
-	for (i = 0; i < ENV_NREG; i++)
-		if (e.reg[i].holds)
-			abort(); /* a region still held after detach */
-	if (e.locked || c.rqe_events != e.rq.ring.pos)
-		abort(); /* an RQE taken and not reported once */
-	env_free(&e);
+	env_fuzz_end(&e, &c.rqe_events, NULL);
 	return 0;
 }

@@ -43,20 +43,6 @@ static void check_term(const struct swiw_rxev *ev)
 		abort(); /* what we would send must read back as sent */
 }
 
-static void drain(struct env *e, struct count *c)
-{
-	struct swiw_rxev ev;
-
-	while (env_ev_take(e, &ev)) {
-		if (ev.hdr_len > SWIW_DDP_HDR_MAX || !ev.type ||
-		    ev.type > SWIW_RXEV_CLOSED)
-			abort();
-		if (ev.flags & SWIW_RXEV_RQE)
-			c->rqe_events++;
-		check_term(&ev);
-	}
-}
-
 /* A receive WR of two SGEs into the untagged region. */
 static void post_rqe(struct env *e, u32 stag, u64 id)
 {
@@ -135,7 +121,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		swiw_lower_tx(e.l);
 		if (!(flags & 8) || swiw_lower_stalled(e.l)) {
-			drain(&e, &c);
+			env_fuzz_drain(&e, &c.rqe_events, check_term);
 			swiw_lower_doorbell(e.l);
 		}
 		if (e.rx_off == before && !rc && !swiw_lower_stalled(e.l) &&
@@ -144,18 +130,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (++rounds > 100000)
 			break;
 	}
-	swiw_lower_tx(e.l);
-	drain(&e, &c);
-	swiw_lower_doorbell(e.l);
-	drain(&e, &c);
-	swiw_lower_fini(e.l);
-	drain(&e, &c);
-	for (i = 0; i < ENV_NREG; i++)
-		if (e.reg[i].holds)
-			abort(); /* a region still held after detach */
-	if (e.locked || c.rqe_events != e.rq.ring.pos)
-		abort(); /* an RQE taken and not reported once */
-	env_free(&e);
+	env_fuzz_end(&e, &c.rqe_events, check_term);
 	free(stage);
 	return 0;
 }

@@ -367,4 +367,47 @@ static inline bool env_ev_take(struct env *e, struct swiw_rxev *ev)
 	return true;
 }
 
+/*
+ * Fuzz targets: takes every event, checking its shape, counting those
+ * that return an RQE, and handing each to @each (may be NULL).
+ */
+static inline void env_fuzz_drain(struct env *e, u32 *rqe_events,
+				  void (*each)(const struct swiw_rxev *ev))
+{
+	struct swiw_rxev ev;
+
+	while (env_ev_take(e, &ev)) {
+		if (ev.hdr_len > SWIW_DDP_HDR_MAX || !ev.type ||
+		    ev.type > SWIW_RXEV_CLOSED)
+			abort();
+		if (ev.flags & SWIW_RXEV_RQE)
+			(*rqe_events)++;
+		if (each)
+			each(&ev);
+	}
+}
+
+/*
+ * Fuzz targets: the run is over, the stream detaches. Nothing may stay
+ * held, and every RQE taken must have been reported once.
+ */
+static inline void env_fuzz_end(struct env *e, u32 *rqe_events,
+				void (*each)(const struct swiw_rxev *ev))
+{
+	int i;
+
+	swiw_lower_tx(e->l);
+	env_fuzz_drain(e, rqe_events, each);
+	swiw_lower_doorbell(e->l);
+	env_fuzz_drain(e, rqe_events, each);
+	swiw_lower_fini(e->l);
+	env_fuzz_drain(e, rqe_events, each);
+	for (i = 0; i < ENV_NREG; i++)
+		if (e->reg[i].holds)
+			abort(); /* a region still held after detach */
+	if (e->locked || *rqe_events != e->rq.ring.pos)
+		abort(); /* an RQE taken and not reported once */
+	env_free(e);
+}
+
 #endif /* SWIW_LOWER_ENV_H */
