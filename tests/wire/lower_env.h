@@ -210,7 +210,7 @@ static long env_send(void *ctx, const struct swiw_iov *iov, u32 n, u32 len)
 static long env_recv(void *ctx, const struct swiw_iov *iov, u32 n)
 {
 	struct env *e = ctx;
-	struct iovec v[SWIW_MAX_SGE * SWIW_LOWER_MAP_MAX + 1];
+	struct iovec v[SWIW_LOWER_RX_IOV];
 	struct msghdr mh = { .msg_iov = v, .msg_iovlen = n };
 	size_t piece, got = 0, c;
 	ssize_t r;

@@ -184,6 +184,8 @@ struct swiw_lower_rqe {
 /* What is read behind such a run: pad, CRC, and the next FPDU's head. */
 #define SWIW_LOWER_RX_TAIL (8 + SWIW_FPDU_PEEK_MAX)
 #define SWIW_LOWER_STAGE_MIN 4096
+/* Pieces of one such read: the destination's, then the stage's. */
+#define SWIW_LOWER_RX_IOV (SWIW_MAX_SGE * SWIW_LOWER_MAP_MAX + 1)
 
 /* One FPDU of the batch in hand, until the transport took all of it. */
 struct swiw_lower_frame {
@@ -247,6 +249,7 @@ struct swiw_lower {
 	bool after_write;
 	/* Pull mode: octets read into cfg.stage, not yet fed */
 	u32 st_head, st_tail;
+	struct swiw_iov rx_iov[SWIW_LOWER_RX_IOV];
 	u8 rx_small_run; /* short FPDUs in a row */
 
 	/* Events */

@@ -530,12 +530,10 @@ static u32 direct_map(struct swiw_lower *l, const struct swiw_fpdu_rx_step *st,
 	return *len >= SWIW_LOWER_DIRECT_MIN ? n : 0;
 }
 
-/* Pieces of a direct read: the destination's, then the stage's. */
-#define RX_DIRECT_IOV (SWIW_MAX_SGE * SWIW_LOWER_MAP_MAX + 1)
 
 int swiw_lower_rx_pull(struct swiw_lower *l, u32 reads)
 {
-	struct swiw_iov iov[RX_DIRECT_IOV];
+	struct swiw_iov *iov = l->rx_iov;
 	struct swiw_fpdu_rx_step st;
 	u32 np, dlen, want, i, c;
 	long n;
@@ -562,7 +560,7 @@ int swiw_lower_rx_pull(struct swiw_lower *l, u32 reads)
 			rx_broken(l);
 			break;
 		}
-		np = direct_map(l, &st, iov, RX_DIRECT_IOV - 1, &dlen);
+		np = direct_map(l, &st, iov, SWIW_LOWER_RX_IOV - 1, &dlen);
 		if (np) {
 			/* The payload into place, and in the same read the
 			 * trailer and the next head into the stage. */
