@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # vm.verbs.kernel, the guest side: the verbs C suites (tests/verbs) with
 # engine = kernel, so every QP's data moves through swiw.ko (run.sh
-# --module): test_data (poll and thread progress), test_ex, test_robust
-# and each test_procs case, as the host runs them on the other engines.
+# --module): test_data (poll and thread progress), test_ex, test_robust,
+# test_rogue (a misbehaving peer against the helper's lower half) and
+# each test_procs case, as the host runs them on the other engines.
 # The provider must really have chosen the helper (fw_ver), and the module
 # must unload clean afterwards.
 . "$(dirname "$0")/guest_lib.sh"
@@ -20,7 +21,7 @@ t_setup() {
 	lab_lo_up
 	lab_modprobe swiw
 	[ -c /dev/swiw ] || lab_fail "no /dev/swiw"
-	for t in test_data test_ex test_robust test_procs; do
+	for t in test_data test_ex test_robust test_rogue test_procs; do
 		[ -x "$BIN/$t" ] || lab_fail "$BIN/$t is missing: build swiw first"
 	done
 }
@@ -45,6 +46,7 @@ lab_test verbs.data t_suite "$RUN" "$BIN/test_data"
 lab_test verbs.data_thread t_suite SWIW_PROGRESS=thread "$RUN" "$BIN/test_data"
 lab_test verbs.ex t_suite "$RUN" "$BIN/test_ex"
 lab_test verbs.robust t_suite "$RUN" "$BIN/test_robust"
+lab_test verbs.rogue t_suite "$RUN" "$BIN/test_rogue"
 for t in write_read_paused peer_sigkill peer_sigkill_sender hundred_qps; do
 	lab_test "verbs.procs.$t" t_suite "$RUN" "$BIN/test_procs" "test_$t"
 done
