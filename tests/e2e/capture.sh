@@ -23,7 +23,7 @@ need_root
 . "$(dirname "$0")/perftest_lib.sh"
 
 CHECK=$(cd "$(dirname "$0")/../wire" && pwd)/capture_check.sh
-PCAP_PORT=$(cd "$(dirname "$0")" && pwd)/pcap_port.py
+PCAP_PORTS=$(cd "$(dirname "$0")/../lib" && pwd)/pcap_ports.py
 NSA=swiw-cap-$$-$RANDOM
 NSB=$NSA-b
 veth_pair "$NSA" capa 10.23.0.1 "$NSB" capb 10.23.0.2
@@ -54,7 +54,7 @@ probed() {
 
 	ip netns exec "$NSB" bash -c "echo >/dev/tcp/10.23.0.1/$1" 2>/dev/null
 	for f in "$T_TMP/a.pcap" "$T_TMP/b.pcap"; do
-		python3 "$PCAP_PORT" "$f" "$1" || return 1
+		python3 "$PCAP_PORTS" has "$f" "$1" || return 1
 	done
 }
 

@@ -74,7 +74,7 @@ while IFS='|' read -r name _ _ _ _ _ r _ _ pcap ports _; do
 done <"$keep/results"
 for pcap in "${!split[@]}"; do
 	# shellcheck disable=SC2086 # NAME=PORTS words
-	python3 "$HERE/pcap_ports.py" split "$keep/$pcap" "$keep/runs" ${split[$pcap]} >/dev/null ||
+	python3 "$HERE/../lib/pcap_ports.py" split "$keep/$pcap" "$keep/runs" ${split[$pcap]} >/dev/null ||
 		echo "FAIL: cannot split $pcap"
 done
 

@@ -23,7 +23,7 @@
 . "$(dirname "$0")/../vm/guest_lib.sh"
 
 HERE=$(cd "$(dirname "$0")" && pwd)
-PCAP_PORTS=$HERE/pcap_ports.py
+PCAP_PORTS=$HERE/../lib/pcap_ports.py
 SWIW_RUN=$SWIW_BUILD/bin/swiw-run
 KEEP=/tmp/out/keep
 SIWA=10.9.2.1
