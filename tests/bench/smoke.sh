@@ -3,7 +3,8 @@
 # sizes per metric: every table is printed with numbers for both sizes, the
 # verdict, the CSV and the gnuplot script; a run that fails makes it fail
 # loudly. It asserts nothing about the figures themselves.
-. "$(dirname "$0")/../e2e/lib.sh"
+. "$(dirname "$0")/../lib/swiw_test.sh"
+need_swiw
 
 BENCH=$(dirname "$0")/perf_vs_tcp.sh
 T_LIMIT=${SWIW_TEST_TIMEOUT:-90}
