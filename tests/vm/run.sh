@@ -23,6 +23,7 @@ set -uo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
+. "$REPO/tests/lib/swiw_test.sh"
 
 die() {
 	echo "vm: FAIL: $*" >&2
@@ -115,20 +116,7 @@ CACHE=$(cd "$CACHE" && pwd -P)
 
 # --- packages ------------------------------------------------------------
 # Everything comes from Debian's archive; only what is missing is installed.
-PACKAGES=(qemu-system-x86 busybox-static cpio kmod)
-missing=()
-for p in "${PACKAGES[@]}"; do
-	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
-		missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-	[ "$(id -u)" -eq 0 ] || die "run as root to install ${missing[*]} with apt-get"
-	say "installing ${missing[*]}"
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -qq >&2 || die "apt-get update failed"
-	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null ||
-		die "apt-get install ${missing[*]} failed"
-fi
+need_pkgs qemu-system-x86 busybox-static cpio kmod || die "the lab's packages are missing"
 for c in qemu-system-x86_64 busybox cpio gzip depmod modinfo flock apt-get dpkg-deb; do
 	command -v "$c" >/dev/null || die "required command '$c' is missing"
 done
@@ -331,8 +319,7 @@ cleanup() {
 	done
 	rm -rf "$RUN"
 }
-trap cleanup EXIT
-trap 'exit 130' INT TERM HUP
+on_exit cleanup
 
 # The guest hides /tmp, /run, /var/tmp and /dev/shm under tmpfs; any path
 # the command needs from there is bind-mounted back (labkeep=).
