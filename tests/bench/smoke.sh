@@ -42,7 +42,7 @@ pass "CSV with 8 rows, gnuplot script with the data"
 # A run that fails must fail the benchmark, saying which.
 run bash "$BENCH" --build "$SWIW_BUILD" -n 5 -t send_lat -s 1 --device swiw_nosuch --timeout 20
 assert_rc 1 "perf_vs_tcp.sh on a device that does not exist"
-err_has "^perf_vs_tcp: error: ib_send_lat -s 1 over swiw"
+err_has "^FAIL: perf_vs_tcp: ib_send_lat -s 1 over swiw"
 out_lacks "^verdict:"
 pass "a failed perftest run fails the benchmark with a clear message"
 
