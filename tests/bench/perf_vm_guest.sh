@@ -1,13 +1,13 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-# The guest side of tests/bench/perf_vm.sh: stock ib_write_bw and
+# The guest side of perf_vm.sh: stock ib_write_bw and
 # ib_read_lat over swiw_lo in the lab's guest, on the in-process engine and
 # on the kernel helper (swiw.ko, added with run.sh --module), beside
 # tcp_ref doing the same transfer over the same loopback in the same boot.
 # Prints one table. A figure, not a test: QEMU TCG emulates every
 # instruction, so the numbers compare the engines with each other and with
 # TCP on this VM, not with real hardware. It fails only if a run fails.
-. "$(dirname "$0")/guest_lib.sh"
+. "$(dirname "$0")/../vm/guest_lib.sh"
 
 need_swiw
 TCP_REF=$SWIW_BUILD/bin/tcp_ref
