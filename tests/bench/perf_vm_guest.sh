@@ -71,21 +71,23 @@ for s in $LAT_SIZES; do
 	fig[lat,tcp,$s]=$(awk -v t="$t" 'BEGIN { printf "%.2f", 2 * t }')
 done
 
+# table KIND TITLE SIZE...: one table of the figures fig[KIND,...].
+table() {
+	local kind=$1 s
+
+	echo "$2"
+	printf '%10s %12s %14s %12s %10s\n' size in-process kernel-helper TCP kernel/TCP
+	for s in "${@:3}"; do
+		printf '%10s %12s %14s %12s %10s\n' "$s" "${fig[$kind,inprocess,$s]}" \
+			"${fig[$kind,kernel,$s]}" "${fig[$kind,tcp,$s]}" \
+			"$(awk -v a="${fig[$kind,kernel,$s]}" -v b="${fig[$kind,tcp,$s]}" \
+				'BEGIN { printf "%.2fx", (b > 0 ? a / b : 0) }')"
+	done
+}
+
 echo "== swiw in the VM lab: guest $(uname -r), $(nproc) vCPUs, QEMU TCG =="
-echo "ib_write_bw, BW average [MB/s]"
-printf '%10s %12s %14s %12s %10s\n' size in-process kernel-helper TCP kernel/TCP
-for s in $BW_SIZES; do
-	printf '%10s %12s %14s %12s %10s\n' "$s" "${fig[bw,inprocess,$s]}" \
-		"${fig[bw,kernel,$s]}" "${fig[bw,tcp,$s]}" \
-		"$(awk -v a="${fig[bw,kernel,$s]}" -v b="${fig[bw,tcp,$s]}" \
-			'BEGIN { printf "%.2fx", (b > 0 ? a / b : 0) }')"
-done
-echo "ib_read_lat, t_typical [usec] (TCP: a round trip)"
-printf '%10s %12s %14s %12s %10s\n' size in-process kernel-helper TCP kernel/TCP
-for s in $LAT_SIZES; do
-	printf '%10s %12s %14s %12s %10s\n' "$s" "${fig[lat,inprocess,$s]}" \
-		"${fig[lat,kernel,$s]}" "${fig[lat,tcp,$s]}" \
-		"$(awk -v a="${fig[lat,kernel,$s]}" -v b="${fig[lat,tcp,$s]}" \
-			'BEGIN { printf "%.2fx", (b > 0 ? a / b : 0) }')"
-done
-rmmod swiw || fail "rmmod swiw"
+# shellcheck disable=SC2086 # sizes are words
+table bw "ib_write_bw, BW average [MB/s]" $BW_SIZES
+# shellcheck disable=SC2086 # sizes are words
+table lat "ib_read_lat, t_typical [usec] (TCP: a round trip)" $LAT_SIZES
+lab_swiw_unload
