@@ -57,9 +57,10 @@ pass() {
 	echo "ok - $*"
 }
 
+# fail MESSAGE: the test fails, with status T_FAIL_STATUS (default 1).
 fail() {
 	echo "FAIL: $T_NAME: $*" >&2
-	exit 1
+	exit "${T_FAIL_STATUS:-1}"
 }
 
 # skip REASON: the test cannot run here, and that is allowed (ctest's
