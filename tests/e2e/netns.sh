@@ -41,11 +41,8 @@ ns addr add 10.12.0.1/24 dev "$S1"
 ns link set "$S2" addrgenmode none
 ns link set "$S2" up
 # No automatic IPv6 on veth0: its only GID change is the one the test makes.
-ns link add veth0 type veth peer name vpeer netns "$NS2"
-ns link set veth0 addrgenmode none
-ns addr add 10.13.0.1/24 dev veth0
-ns link set veth0 up
-ns2 addr add 10.13.0.2/24 dev vpeer
+veth_pair "$NS" veth0 10.13.0.1 "$NS2" vpeer 10.13.0.2
+ns2 link set vpeer down
 
 # devices: the swiw devices ibv_devices lists in $NS, sorted, in $DEVS.
 devices() {
