@@ -4,7 +4,7 @@
 # swiw.ko of build DIR loaded and prints stock ib_write_bw and ib_read_lat
 # figures over swiw_lo on the in-process engine and on the kernel helper,
 # beside plain TCP (tcp_ref) on the same loopback in the same boot
-# (tests/vm/perf.sh). NAME=VALUE goes to the guest: PERF_BW_SIZES,
+# (perf_vm_guest.sh). NAME=VALUE goes to the guest: PERF_BW_SIZES,
 # PERF_LAT_SIZES, PERF_BW_ITERS, PERF_LAT_ITERS. A benchmark, not a test.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -23,4 +23,4 @@ BUILD=$(cd "$BUILD" && pwd)
 KO=$BUILD/tests/kernel/module/swiw/swiw.ko
 [ -f "$KO" ] || { echo "perf_vm: $KO is missing (ctest -R kernel.build builds it)" >&2; exit 1; }
 SWIW_BUILD=$BUILD exec bash "$HERE/../vm/run.sh" --timeout 1500 --module "$KO" "${envs[@]}" -- \
-	bash "$HERE/../vm/perf.sh"
+	bash "$HERE/perf_vm_guest.sh"

@@ -11,6 +11,7 @@
 # A benchmark, not a test: it fails only if a run fails, never on figures.
 # Run with --help for the options.
 set -u -o pipefail
+. "$(dirname "$0")/../lib/swiw_test.sh"
 
 ME=perf_vs_tcp
 AIM_BW=0.9
@@ -59,13 +60,8 @@ Options:
 Environment: SWIW_TEST_PRELOAD, a library put first in LD_PRELOAD of the
 programs run under swiw-run (a sanitizer runtime for a sanitizer build).
 Exit status: 0 if every run succeeded (whatever the figures), 1 if a run
-failed, 2 on a usage error.
+failed ("FAIL: $ME: ..." on stderr), 2 on a usage error.
 EOF
-}
-
-die() {
-	echo "$ME: error: $*" >&2
-	exit 1
 }
 
 usage_error() {
@@ -75,7 +71,7 @@ usage_error() {
 }
 
 progress() {
-	[ -n "$QUIET" ] || echo "# $*" >&2
+	[ -n "$QUIET" ] || note "$*" >&2
 }
 
 # size_list LIST: LIST as bytes, one a line; fails on a bad entry.
@@ -243,103 +239,41 @@ find_prog() {
 SWIW_RUN=$(find_prog swiw-run "$SWIW_RUN")
 TCP_REF=$(find_prog tcp_ref "$TCP_REF")
 [ -x "$SWIW_RUN" ] ||
-	die "swiw-run not found or not executable: '$SWIW_RUN' (use --build or --swiw-run)"
+	fail "swiw-run not found or not executable: '$SWIW_RUN' (use --build or --swiw-run)"
 [ -x "$TCP_REF" ] ||
-	die "tcp_ref not found or not executable: '$TCP_REF' (use --build or --tcp-ref)"
-for c in timeout ss awk sort mktemp; do
-	command -v "$c" >/dev/null 2>&1 || die "required command '$c' is not installed"
-done
+	fail "tcp_ref not found or not executable: '$TCP_REF' (use --build or --tcp-ref)"
+T_LIMIT=$LIMIT
+need_cmd ss sort
 for t in $TESTS; do
-	command -v "ib_$t" >/dev/null 2>&1 ||
-		die "ib_$t is not installed (Debian: apt-get install perftest)"
+	need_cmd "ib_$t"
 done
 
 # The programs under swiw get the preload, not timeout, ip or ss; perftest
 # leaks some of its own allocations, which LeakSanitizer must not report.
-SWIW=("$SWIW_RUN")
-if [ -n "${SWIW_TEST_PRELOAD:-}" ]; then
-	[ -r "$SWIW_TEST_PRELOAD" ] || die "SWIW_TEST_PRELOAD=$SWIW_TEST_PRELOAD is not readable"
-	SWIW=(env "ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
-		"$SWIW_RUN" --preload "$SWIW_TEST_PRELOAD")
-fi
-
-# --- scratch space and cleanup ----------------------------------------------------
-CLEANUP=()
-# The server of the pair running now, if any: ended first on an early exit.
-SERVER_PID=''
-cleanup() {
-	local i
-
-	[ -z "$SERVER_PID" ] || kill "$SERVER_PID" 2>/dev/null
-	for ((i = ${#CLEANUP[@]} - 1; i >= 0; i--)); do
-		eval "${CLEANUP[i]}" >/dev/null 2>&1 || true
-	done
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM HUP
-
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/$ME.XXXXXX") || die "cannot make a scratch directory"
-CLEANUP+=("rm -rf '$TMP'")
+swiw_prefix "$SWIW_RUN"
+[ -z "${SWIW_TEST_PRELOAD:-}" ] ||
+	SWIW=(env "ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" "${SWIW[@]}")
 
 # --- the path ---------------------------------------------------------------------
-# SRV/CLI: command prefixes that run a program on the server's or the
-# client's side; SRV_DEV/CLI_DEV their swiw devices; ADDR the server's.
-SRV=() CLI=()
+# SRV_NS/CLI_NS: the network namespaces of the server's and the client's
+# side ("" for this one); SRV_DEV/CLI_DEV their swiw devices; ADDR the
+# server's.
+SRV_NS='' CLI_NS=''
 SRV_DEV=$DEVICE CLI_DEV=$DEVICE
 PATH_NOTE="$DEVICE ($ADDR), server and client in one network namespace"
 
-# port_active PREFIX... DEV: the device's port 1 is PORT_ACTIVE.
-port_active() {
-	local dev=${*: -1}
-
-	"${@:1:$#-1}" timeout 20 "${SWIW[@]}" ibv_devinfo -d "$dev" 2>/dev/null |
-		grep -Eq '^[[:space:]]+state:[[:space:]]+PORT_ACTIVE'
-}
-
-wait_active() {
-	local i
-
-	for ((i = 0; i < 100; i++)); do
-		port_active "$@" && return 0
-		sleep 0.1
-	done
-	return 1
-}
-
 if [ -n "$NETNS" ]; then
-	[ "$(id -u)" -eq 0 ] || die "--netns needs root (network namespaces, veth links)"
-	command -v ip >/dev/null 2>&1 || die "required command 'ip' is not installed"
-	command -v ibv_devinfo >/dev/null 2>&1 || die "ibv_devinfo is not installed"
-	NSS=swiw-bench-$$-srv NSC=swiw-bench-$$-cli
-	ip netns add "$NSS" || die "cannot create network namespace $NSS"
-	CLEANUP+=("ip netns del '$NSS'")
-	ip netns add "$NSC" || die "cannot create network namespace $NSC"
-	CLEANUP+=("ip netns del '$NSC'")
-	# No automatic IPv6 on the veth pair: GID 0 is its IPv4 address.
-	{
-		ip -n "$NSS" link set lo up &&
-			ip -n "$NSC" link set lo up &&
-			ip -n "$NSS" link add bench0 type veth peer name bench1 netns "$NSC" &&
-			ip -n "$NSS" link set bench0 addrgenmode none &&
-			ip -n "$NSC" link set bench1 addrgenmode none &&
-			ip -n "$NSS" addr add 10.201.0.1/24 dev bench0 &&
-			ip -n "$NSC" addr add 10.201.0.2/24 dev bench1 &&
-			ip -n "$NSS" link set bench0 up &&
-			ip -n "$NSC" link set bench1 up
-	} || die "cannot set up the veth pair between $NSS and $NSC"
-	SRV=(ip netns exec "$NSS") CLI=(ip netns exec "$NSC")
+	need_cmd ibv_devinfo
+	SRV_NS=swiw-bench-$$-srv CLI_NS=swiw-bench-$$-cli
+	veth_pair "$SRV_NS" bench0 10.201.0.1 "$CLI_NS" bench1 10.201.0.2
 	SRV_DEV=swiw_bench0 CLI_DEV=swiw_bench1 ADDR=10.201.0.1
 	PATH_NOTE="a veth pair between two network namespaces: server $SRV_DEV"
 	PATH_NOTE+=" (10.201.0.1), client $CLI_DEV (10.201.0.2)"
-	wait_active "${SRV[@]}" "$SRV_DEV" || die "$SRV_DEV did not become PORT_ACTIVE in 10 s"
-	wait_active "${CLI[@]}" "$CLI_DEV" || die "$CLI_DEV did not become PORT_ACTIVE in 10 s"
+	wait_active "$SRV_NS" "$SRV_DEV"
+	wait_active "$CLI_NS" "$CLI_DEV"
 fi
 
 # --- one server/client pair -------------------------------------------------------
-listening() {
-	"${SRV[@]}" ss -Hltn "sport = :$1" 2>/dev/null | grep -q .
-}
-
 # A free port for every run, so that no run meets an earlier one's socket:
 # below the ephemeral range (where no outgoing connection takes it), and
 # with no socket of any state on it.
@@ -352,22 +286,10 @@ next_port() {
 
 	for ((i = 0; i < 100; i++)); do
 		PORT=$((PORT_LO + (RANDOM * 32768 + RANDOM) % PORT_N))
-		"${SRV[@]}" ss -Htan "sport = :$PORT" 2>/dev/null | grep -q . ||
+		in_ns "$SRV_NS" ss -Htan "sport = :$PORT" 2>/dev/null | grep -q . ||
 			return 0
 	done
-	die "no free TCP port found"
-}
-
-# perftest 4.5+0.17 deregisters the MR of its iWARP Send credits only with
-# -R, so without it ibv_send_bw fails ibv_dealloc_pd with EBUSY at exit, as
-# with the kernel's iWARP devices, and exits 1 after its report.
-# pd_leak_ok RC STDERR-FILE: true if that is the only thing that failed.
-pd_leak_ok() {
-	[ "$1" -eq 1 ] || return 1
-	[ "$(grep -cv -e '^Failed to deallocate PD' \
-		-e '^Couldn.t destroy all SEND resources' \
-		-e '^[[:space:]]*$' -e '^swiw: ' "$2")" -eq 0 ] || return 1
-	grep -q '^Failed to deallocate PD' "$2"
+	fail "no free TCP port found"
 }
 
 show_file() {
@@ -387,88 +309,64 @@ why_failed() {
 # pair WHAT LEAK-OK SERVER-CMD... -- CLIENT-CMD...: runs the server on the
 # server's side, waits until it listens on $PORT, runs the client on the
 # client's side; both must succeed. The client's stdout is left in
-# $TMP/cli.out. The commands take the port as the word @PORT@; if another
+# $T_TMP/cli.out. The commands take the port as the word @PORT@; if another
 # program took it first, the pair runs again on another one.
 pair() {
-	local what=$1 leak_ok=$2 pid srv_rc cli_rc i try w
+	local what=$1 leak_ok=$2 try w
 	local -a srv_args=() cli_args=() srv_cmd=() cli_cmd=()
 
 	shift 2
-	while [ "$1" != -- ]; do
-		srv_args+=("$1")
-		shift
-	done
-	shift
-	cli_args=("$@")
+	split_args "$@"
+	srv_args=("${BEFORE[@]}") cli_args=("${AFTER[@]}")
 
 	for ((try = 0; ; try++)); do
 		next_port
 		srv_cmd=() cli_cmd=()
 		for w in "${srv_args[@]}"; do srv_cmd+=("${w/#@PORT@/$PORT}"); done
 		for w in "${cli_args[@]}"; do cli_cmd+=("${w/#@PORT@/$PORT}"); done
-		pair_once && return 0
-		[ "$try" -lt 3 ] && grep -Eqi 'in use|bind|listen to port' "$TMP/srv.err" ||
-			break
+		serve "$SRV_NS" "$PORT" "${srv_cmd[@]}" && break
+		[ "$try" -lt 3 ] && grep -Eqi 'in use|bind|listen to port' "$T_TMP/srv.err" || {
+			pair_output
+			fail "$what: the server did not listen on port $PORT ($(why_failed "$SRV_RC"))"
+		}
 		progress "$what: port $PORT was taken, again on another port"
 	done
-	{
-		echo "$ME: error: $what: the server did not listen on port $PORT" \
-			"($(why_failed "$srv_rc"))"
-		echo "---- server: ${srv_cmd[*]}"
-		show_file "server stdout" "$TMP/srv.out"
-		show_file "server stderr" "$TMP/srv.err"
-	} >&2
-	exit 1
+	pair_client
 }
 
-# pair_once: one try of pair; false if the server does not listen.
-pair_once() {
-	timeout -k 5 "$LIMIT" "${SRV[@]}" "${srv_cmd[@]}" \
-		>"$TMP/srv.out" 2>"$TMP/srv.err" </dev/null &
-	pid=$!
-	SERVER_PID=$pid
-	for ((i = 0; i < 200; i++)); do
-		listening "$PORT" && break
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.05
-	done
-	if ! listening "$PORT"; then
-		kill "$pid" 2>/dev/null
-		wait "$pid"
-		srv_rc=$?
-		SERVER_PID=''
-		return 1
-	fi
-	timeout -k 5 "$LIMIT" "${CLI[@]}" "${cli_cmd[@]}" \
-		>"$TMP/cli.out" 2>"$TMP/cli.err" </dev/null
+# pair_client: the client of the pair whose server listens.
+pair_client() {
+	local cli_rc pre=()
+
+	[ -z "$CLI_NS" ] || pre=(ip netns exec "$CLI_NS")
+	bounded "${pre[@]}" "${cli_cmd[@]}" >"$T_TMP/cli.out" 2>"$T_TMP/cli.err" </dev/null
 	cli_rc=$?
-	[ -n "$leak_ok" ] && pd_leak_ok "$cli_rc" "$TMP/cli.err" && cli_rc=0
-	if [ "$cli_rc" -ne 0 ]; then
-		# A client that failed can leave the server waiting for ever.
-		for ((i = 0; i < 50; i++)); do
-			kill -0 "$pid" 2>/dev/null || break
-			sleep 0.1
-		done
-		kill "$pid" 2>/dev/null
+	[ -n "$leak_ok" ] && pd_leak_ok "$cli_rc" "$(cat "$T_TMP/cli.err")" && cli_rc=0
+	# A client that failed can leave the server waiting for ever.
+	if [ "$cli_rc" -eq 0 ]; then
+		served
+	else
+		served 5
 	fi
-	wait "$pid"
-	srv_rc=$?
-	SERVER_PID=''
-	[ -n "$leak_ok" ] && pd_leak_ok "$srv_rc" "$TMP/srv.err" && srv_rc=0
-	if [ "$cli_rc" -ne 0 ] || [ "$srv_rc" -ne 0 ]; then
-		{
-			echo "$ME: error: $what failed: client $(why_failed "$cli_rc")," \
-				"server $(why_failed "$srv_rc")"
-			echo "---- server: ${srv_cmd[*]}"
+	[ -n "$leak_ok" ] && pd_leak_ok "$SRV_RC" "$(cat "$T_TMP/srv.err")" && SRV_RC=0
+	if [ "$cli_rc" -ne 0 ] || [ "$SRV_RC" -ne 0 ]; then
+		pair_output client
+		fail "$what failed: client $(why_failed "$cli_rc"), server $(why_failed "$SRV_RC")"
+	fi
+}
+
+# pair_output [client]: what the pair's server (and client) printed.
+pair_output() {
+	{
+		echo "---- server: ${srv_cmd[*]}"
+		show_file "server stdout" "$T_TMP/srv.out"
+		show_file "server stderr" "$T_TMP/srv.err"
+		if [ -n "${1:-}" ]; then
 			echo "---- client: ${cli_cmd[*]}"
-			show_file "server stdout" "$TMP/srv.out"
-			show_file "server stderr" "$TMP/srv.err"
-			show_file "client stdout" "$TMP/cli.out"
-			show_file "client stderr" "$TMP/cli.err"
-		} >&2
-		exit 1
-	fi
-	return 0
+			show_file "client stdout" "$T_TMP/cli.out"
+			show_file "client stderr" "$T_TMP/cli.err"
+		fi
+	} >&2
 }
 
 # figure WHAT SIZE FIELD: field FIELD of the client's figure line for SIZE
@@ -477,11 +375,11 @@ VALUE=''
 figure() {
 	VALUE=$(awk -v s="$2" -v f="$3" '
 		$1 == s && $2 ~ /^[0-9]+$/ && $f ~ /^[0-9]+(\.[0-9]+)?$/ { v = $f }
-		END { if (v != "") print v }' "$TMP/cli.out")
+		END { if (v != "") print v }' "$T_TMP/cli.out")
 	if [ -z "$VALUE" ]; then
 		{
 			echo "$ME: error: $1 printed no figure for $2 bytes"
-			show_file "client stdout" "$TMP/cli.out"
+			show_file "client stdout" "$T_TMP/cli.out"
 		} >&2
 		exit 1
 	fi
@@ -523,7 +421,7 @@ median() {
 }
 
 # --- the runs ---------------------------------------------------------------------
-RESULTS=$TMP/results # test size swiw tcp ratio, one a line
+RESULTS=$T_TMP/results # test size swiw tcp ratio, one a line
 : >"$RESULTS"
 
 title_of() {
@@ -553,16 +451,16 @@ for t in $TESTS; do
 	*_bw) sizes=$BW_SIZES ;;
 	esac
 	for size in $sizes; do
-		: >"$TMP/swiw.v"
-		: >"$TMP/tcp.v"
+		: >"$T_TMP/swiw.v"
+		: >"$T_TMP/tcp.v"
 		for ((r = 0; r < REPEAT; r++)); do
 			swiw_once "$t" "$size"
-			echo "$VALUE" >>"$TMP/swiw.v"
+			echo "$VALUE" >>"$T_TMP/swiw.v"
 			tcp_once "$t" "$size"
-			echo "$VALUE" >>"$TMP/tcp.v"
+			echo "$VALUE" >>"$T_TMP/tcp.v"
 		done
-		sv=$(median <"$TMP/swiw.v")
-		tv=$(median <"$TMP/tcp.v")
+		sv=$(median <"$T_TMP/swiw.v")
+		tv=$(median <"$T_TMP/tcp.v")
 		ratio=$(awk -v a="$sv" -v b="$tv" 'BEGIN { printf "%.4f", (b > 0) ? a / b : 0 }')
 		echo "$t $size $sv $tv $ratio" >>"$RESULTS"
 		progress "$t $size B: swiw $sv, TCP $tv, swiw/TCP ${ratio}"
@@ -600,7 +498,7 @@ if [ -n "$CSV" ]; then
 			printf "ib_%s,%d,%s,%s,%s,%s,%s\n", $1, $2,
 				lat ? "t_typical" : "bw_average",
 				lat ? "usec" : "MiB/s", $3, $4, $5
-		}' "$RESULTS" >"$CSV" || die "cannot write $CSV"
+		}' "$RESULTS" >"$CSV" || fail "cannot write $CSV"
 	progress "figures written to $CSV"
 fi
 
@@ -651,9 +549,9 @@ if [ -n "$PLOT" ]; then
 	*.svg | *.png)
 		term=svg
 		[[ "$PLOT" == *.png ]] && term=pngcairo
-		write_plot "$PLOT.gp" "$PLOT" "$term" || die "cannot write $PLOT.gp"
+		write_plot "$PLOT.gp" "$PLOT" "$term" || fail "cannot write $PLOT.gp"
 		if command -v gnuplot >/dev/null 2>&1; then
-			gnuplot "$PLOT.gp" || die "gnuplot failed on $PLOT.gp"
+			gnuplot "$PLOT.gp" || fail "gnuplot failed on $PLOT.gp"
 			progress "plot written to $PLOT (script $PLOT.gp)"
 		else
 			progress "gnuplot is not installed: wrote the script $PLOT.gp;" \
@@ -661,7 +559,7 @@ if [ -n "$PLOT" ]; then
 		fi
 		;;
 	*)
-		write_plot "$PLOT" || die "cannot write $PLOT"
+		write_plot "$PLOT" || fail "cannot write $PLOT"
 		progress "gnuplot script written to $PLOT"
 		;;
 	esac

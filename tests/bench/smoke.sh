@@ -3,7 +3,8 @@
 # sizes per metric: every table is printed with numbers for both sizes, the
 # verdict, the CSV and the gnuplot script; a run that fails makes it fail
 # loudly. It asserts nothing about the figures themselves.
-. "$(dirname "$0")/../e2e/lib.sh"
+. "$(dirname "$0")/../lib/swiw_test.sh"
+need_swiw
 
 BENCH=$(dirname "$0")/perf_vs_tcp.sh
 T_LIMIT=${SWIW_TEST_TIMEOUT:-90}
@@ -41,7 +42,7 @@ pass "CSV with 8 rows, gnuplot script with the data"
 # A run that fails must fail the benchmark, saying which.
 run bash "$BENCH" --build "$SWIW_BUILD" -n 5 -t send_lat -s 1 --device swiw_nosuch --timeout 20
 assert_rc 1 "perf_vs_tcp.sh on a device that does not exist"
-err_has "^perf_vs_tcp: error: ib_send_lat -s 1 over swiw"
+err_has "^FAIL: perf_vs_tcp: ib_send_lat -s 1 over swiw"
 out_lacks "^verdict:"
 pass "a failed perftest run fails the benchmark with a clear message"
 

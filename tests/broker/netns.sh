@@ -7,10 +7,9 @@
 #
 #   $NS1: v1 10.77.0.1/24, 10.77.0.3/24, fd00:77::1/64
 #   $NS2: v2 10.77.0.2/24, fd00:77::2/64
-. "$(dirname "$0")/../e2e/lib.sh"
+. "$(dirname "$0")/../lib/swiw_test.sh"
+need_swiw
 
-need_root
-need_cmd ip
 TOOL=${SWIW_BROKER_TOOL:-}
 [ -x "$TOOL" ] || fail "SWIW_BROKER_TOOL must name the swiw_broker_tool executable"
 [ -x "${SWIW_BROKER:-}" ] || fail "SWIW_BROKER must name the swiw-broker executable"
@@ -18,27 +17,12 @@ export SWIW_BROKER
 
 NS1=swiw-brk-$$-$RANDOM
 NS2=$NS1-peer
-ip netns add "$NS1" || fail "cannot create network namespace $NS1"
-on_exit "ip netns del '$NS1'"
-ip netns add "$NS2" || fail "cannot create network namespace $NS2"
-on_exit "ip netns del '$NS2'"
-# Brokers our programs start in these namespaces go with them.
-on_exit "ip netns pids '$NS1' | xargs -r kill"
-on_exit "ip netns pids '$NS2' | xargs -r kill"
+# The brokers our programs start in them go with the namespaces.
+veth_pair "$NS1" v1 10.77.0.1 "$NS2" v2 10.77.0.2
 note "namespaces $NS1 and $NS2"
-
-ns1() { ip -n "$NS1" "$@" || fail "ip -n $NS1 $* failed"; }
-ns2() { ip -n "$NS2" "$@" || fail "ip -n $NS2 $* failed"; }
-ns1 link set lo up
-ns2 link set lo up
-ns1 link add v1 type veth peer name v2 netns "$NS2"
-ns1 addr add 10.77.0.1/24 dev v1
-ns1 addr add 10.77.0.3/24 dev v1
-ns1 addr add fd00:77::1/64 dev v1 nodad
-ns2 addr add 10.77.0.2/24 dev v2
-ns2 addr add fd00:77::2/64 dev v2 nodad
-ns1 link set v1 up
-ns2 link set v2 up
+ns_ip "$NS1" addr add 10.77.0.3/24 dev v1
+ns_ip "$NS1" addr add fd00:77::1/64 dev v1 nodad
+ns_ip "$NS2" addr add fd00:77::2/64 dev v2 nodad
 
 # tool NS OUTFILE ARGS...: runs the tool in NS in the background; $! is it.
 tool_bg() {

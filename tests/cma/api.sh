@@ -3,7 +3,8 @@
 # (private data limits, reject, no listener, IRD/ORD, disconnect and
 # flushes, a non-blocking channel, destroy with unacked events, EADDRINUSE,
 # UNREACHABLE, CONNECT_ERROR, and a read of a destroyed channel).
-. "$(dirname "$0")/../e2e/lib.sh"
+. "$(dirname "$0")/../lib/swiw_test.sh"
+need_swiw
 
 [ -x "${CMA_API:-}" ] || fail "CMA_API (the cma_api program) is not set"
 T_LIMIT=120

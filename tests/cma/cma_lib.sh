@@ -1,37 +1,25 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-# Shared by the cma tests, after tests/e2e/lib.sh and perftest_lib.sh:
+# Shared by the cma tests, after tests/lib/swiw_test.sh and
+# tests/e2e/perftest_lib.sh:
 # client/server pairs of librdmacm programs, which take the server's
 # address rather than a device.
 
-# cm_pair NAME SERVER-CMD... -- CLIENT-CMD...: the server in the
-# background (in $PAIR_SNS if set), the client once it listens on $PORT
-# (in $PAIR_CNS); both must exit 0. The client's output is $OUT.
+# cm_pair NAME SERVER-CMD... -- CLIENT-CMD...: the server in the background
+# (in $PAIR_SNS if set), the client once it listens on $PORT (in
+# $PAIR_CNS); both must exit 0. The client's output is $OUT, the server's
+# stdout $SRV_OUT.
 cm_pair() {
-	local name=$1 pid srv_rc spre=() cpre=() srv=()
+	local name=$1 cpre=()
 
 	shift
-	while [ "$1" != -- ]; do
-		srv+=("$1")
-		shift
-	done
-	shift
-	[ -n "${PAIR_SNS:-}" ] && spre=(ip netns exec "$PAIR_SNS")
-	[ -n "${PAIR_CNS:-}" ] && cpre=(ip netns exec "$PAIR_CNS")
-	timeout -k 5 "$T_LIMIT" "${spre[@]}" "${SWIW[@]}" "${srv[@]}" \
-		>"$T_TMP/srv.out" 2>"$T_TMP/srv.err" &
-	pid=$!
-	on_exit "kill $pid"
-	SRV_PID=$pid
-	wait_until 20 "$name server listening on $PORT" server_up \
-		"${PAIR_SNS:-}" "$PORT"
-	run "${cpre[@]}" "${SWIW[@]}" "$@"
-	wait "$pid"
-	srv_rc=$?
-	if [ "$RC" -ne 0 ] || [ "$srv_rc" -ne 0 ]; then
-		cat "$T_TMP/srv.out" "$T_TMP/srv.err" >&2
-		show_last >&2
-		fail "$name: client exit $RC, server exit $srv_rc"
-	fi
+	split_args "$@"
+	serve "${PAIR_SNS:-}" "$PORT" "${SWIW[@]}" "${BEFORE[@]}" ||
+		fail_served "$name: the server did not listen on port $PORT"
+	[ -z "${PAIR_CNS:-}" ] || cpre=(ip netns exec "$PAIR_CNS")
+	run "${cpre[@]}" "${SWIW[@]}" "${AFTER[@]}"
+	served
+	[ "$RC" -eq 0 ] && [ "$SRV_RC" -eq 0 ] ||
+		fail_served "$name: client exit $RC, server exit $SRV_RC"
 	SRV_OUT=$(cat "$T_TMP/srv.out")
 }
 

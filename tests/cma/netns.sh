@@ -3,7 +3,8 @@
 # pair (server in one, client in the other): swiw's rdma_cm finds the
 # device that owns each address, listens on the TCP port, and the
 # connection runs over the veth.
-. "$(dirname "$0")/../e2e/lib.sh"
+. "$(dirname "$0")/../lib/swiw_test.sh"
+need_swiw
 
 need_cmd rping ucmatose rdma_server rdma_client ib_send_bw ib_read_bw \
 	ib_write_bw ip ss
@@ -11,20 +12,9 @@ need_root
 . "$(dirname "$0")/../e2e/perftest_lib.sh"
 . "$(dirname "$0")/cma_lib.sh"
 
-NSA=swiw-cm-$$-$RANDOM
-NSB=$NSA-b
-veth_pair "$NSA" cma 10.23.0.1 "$NSB" cmb 10.23.0.2
-port_active() {
-	ip netns exec "$1" "${SWIW[@]}" ibv_devinfo -d "$2" 2>/dev/null |
-		grep -q PORT_ACTIVE
-}
-wait_until 10 "swiw_cma active" port_active "$NSA" swiw_cma
-wait_until 10 "swiw_cmb active" port_active "$NSB" swiw_cmb
-
-export PAIR_SNS=$NSA PAIR_CNS=$NSB
+pair_netns cm 23
 rping_pair 10.23.0.1
 # The client's namespace has no route to 10.23.0.1 but through swiw_cmb.
-export PAIR_SDEV=swiw_cma PAIR_CDEV=swiw_cmb PAIR_ADDR=10.23.0.1
 cm_perftest ib_send_bw "$BW" -n 200
 cm_perftest ib_write_bw "$BW" -n 200
 cm_perftest ib_read_bw "$BW" -n 200

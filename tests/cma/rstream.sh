@@ -7,29 +7,24 @@
 # are not, so rconnect crashes (SIGSEGV in librdmacm) or fails. This test
 # reports "skipped" (exit 77) with that reason when rstream fails that
 # way; it passes if rstream ever works, and fails if it hangs.
-. "$(dirname "$0")/../e2e/lib.sh"
+. "$(dirname "$0")/../lib/swiw_test.sh"
+need_swiw
 
 need_cmd rstream ss
-. "$(dirname "$0")/../e2e/perftest_lib.sh"
 
 T_LIMIT=30
 PORT=$((10000 + RANDOM % 20000))
-timeout -k 5 "$T_LIMIT" "${SWIW[@]}" rstream -p "$PORT" -S 4096 -C 10 \
-	>"$T_TMP/srv.out" 2>&1 &
-pid=$!
-on_exit "kill $pid"
-sleep 1
+serve '' "$PORT" "${SWIW[@]}" rstream -p "$PORT" -S 4096 -C 10 ||
+	note "the rstream server did not listen (exit $SRV_RC)"
 run "${SWIW[@]}" rstream -s 127.0.0.1 -p "$PORT" -S 4096 -C 10
 if [ "$RC" -eq 0 ]; then
 	pass "rstream works over swiw's rdma_cm"
 	exit 0
 fi
-kill "$pid" 2>/dev/null
-wait "$pid" 2>/dev/null
+served 1 2>/dev/null
 show_last
 # A sanitizer report of the crash inside librdmacm is the known outcome.
 rm -f "$T_SAN"/report*
-echo "SKIP (optional): rstream (rsockets) is not supported over swiw's rdma_cm:" \
+skip "rstream (rsockets) is not supported over swiw's rdma_cm:" \
 	"rsocket.c calls librdmacm-internal functions (ucma_complete) that" \
 	"treat the id as librdmacm's private struct; client exit $RC"
-exit 77

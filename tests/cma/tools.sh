@@ -2,7 +2,8 @@
 # The distribution's librdmacm programs over swiw_lo through swiw's
 # rdma_cm: rping (also -q and IPv6), perftest -R (send, write, read bandwidth, send
 # latency), ucmatose, rdma_server/rdma_client.
-. "$(dirname "$0")/../e2e/lib.sh"
+. "$(dirname "$0")/../lib/swiw_test.sh"
+need_swiw
 
 need_cmd rping ucmatose rdma_server rdma_client ib_send_bw ib_write_bw \
 	ib_read_bw ib_send_lat ss

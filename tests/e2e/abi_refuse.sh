@@ -2,7 +2,8 @@
 # The shim reads the release from the loaded libibverbs's real file name and
 # refuses releases it was not verified with: one warning, no swiw device, and
 # the program otherwise behaves as the stock libibverbs alone would.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/swiw_test.sh"
+need_swiw
 
 need_cmd ibv_devices ldd
 REFUSE='is not a libibverbs release swiw was verified with'

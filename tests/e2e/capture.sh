@@ -14,7 +14,8 @@
 # SWIW_CAPTURE_DEFER=DIR the captures go to DIR with a manifest (file,
 # CRC, marker addresses: capture_check.sh's arguments) instead of being
 # judged here; tests/vm/capture.sh judges them on the lab's host.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/swiw_test.sh"
+need_swiw
 
 need_cmd ibv_rc_pingpong ib_write_bw ib_read_bw dumpcap tshark mergecap \
 	ethtool ip ss
@@ -23,76 +24,25 @@ need_root
 . "$(dirname "$0")/perftest_lib.sh"
 
 CHECK=$(cd "$(dirname "$0")/../wire" && pwd)/capture_check.sh
-PCAP_PORT=$(cd "$(dirname "$0")" && pwd)/pcap_port.py
-NSA=swiw-cap-$$-$RANDOM
-NSB=$NSA-b
-veth_pair "$NSA" capa 10.23.0.1 "$NSB" capb 10.23.0.2
-# No segmentation offloads: the capture then holds the segments TCP cut
-# at the MSS, which Wireshark's MPA dissector needs to find markers.
-for ns in "$NSA:capa" "$NSB:capb"; do
-	ip netns exec "${ns%%:*}" ethtool -K "${ns#*:}" tso off gso off gro off \
-		>/dev/null 2>&1 || fail "ethtool -K ${ns#*:}: offloads stay on"
-done
-
-port_active() {
-	ip netns exec "$1" "${SWIW[@]}" ibv_devinfo -d "$2" 2>/dev/null |
-		grep -q PORT_ACTIVE
-}
-wait_until 10 "swiw_capa active" port_active "$NSA" swiw_capa
-wait_until 10 "swiw_capb active" port_active "$NSB" swiw_capb
-
-export PAIR_SNS=$NSA PAIR_SDEV=swiw_capa PAIR_CNS=$NSB PAIR_CDEV=swiw_capb
-export PAIR_ADDR=10.23.0.1
-
-# probed PORT: a refused TCP connection to PORT is in both captures (its
-# SYN leaves B, its RST leaves A). dumpcap says "Capturing" before it
-# captures, and the kernel hands it packets a block at a time: a probe
-# that shows up proves the capture was running before it, and that all
-# sent earlier is written.
-probed() {
-	local f
-
-	ip netns exec "$NSB" bash -c "echo >/dev/tcp/10.23.0.1/$1" 2>/dev/null
-	for f in "$T_TMP/a.pcap" "$T_TMP/b.pcap"; do
-		python3 "$PCAP_PORT" "$f" "$1" || return 1
-	done
-}
+pair_netns cap 23
+no_offloads "$NSA" capa
+no_offloads "$NSB" capb
 
 # capture_start / capture_stop CAP: each side's packets are captured as
 # they leave it, on its own end of the veth: received packets can reach
 # a capture out of order (the backlog of another CPU), and Wireshark's
-# MPA dissector, which does not reassemble, would misread them.
-DPIDS=()
+# MPA dissector, which does not reassemble, would misread them. Drops
+# fail the run. A refused TCP connection to a port (its SYN leaves B, its
+# RST leaves A) marks the start and the end in both.
 capture_start() {
-	local side ns dev addr
-
-	DPIDS=()
-	for side in "a:$NSA:capa:10.23.0.1" "b:$NSB:capb:10.23.0.2"; do
-		IFS=: read -r side ns dev addr <<<"$side"
-		: >"$T_TMP/$side.err"
-		# A large kernel buffer: a dropped packet would make the
-		# decode meaningless, so drops fail the run.
-		ip netns exec "$ns" dumpcap -q -B 128 -P -i "$dev" \
-			-f "tcp and src host $addr" -w "$T_TMP/$side.pcap" \
-			2>>"$T_TMP/$side.err" &
-		DPIDS+=($!)
-		on_exit "kill $!"
-	done
-	wait_until 60 "dumpcap capturing on capa and capb" probed 9
+	dumpcap_start "$NSA" capa "tcp and src host 10.23.0.1" "$T_TMP/a.pcap"
+	dumpcap_start "$NSB" capb "tcp and src host 10.23.0.2" "$T_TMP/b.pcap"
+	wait_until 60 "dumpcap capturing on capa and capb" dumpcap_probe "$NSB" 10.23.0.1 9
 }
 
 capture_stop() {
-	local side
-
-	wait_until 60 "dumpcap has written the traffic" probed 19
-	kill -INT "${DPIDS[@]}"
-	wait "${DPIDS[@]}"
-	for side in a b; do
-		grep -Eq 'dropped on interface .*: [1-9][0-9]*/0 ' "$T_TMP/$side.err" || {
-			cat "$T_TMP/$side.err" >&2
-			fail "dumpcap ($side) dropped packets or saw none: the capture cannot be judged"
-		}
-	done
+	wait_until 60 "dumpcap has written the traffic" dumpcap_probe "$NSB" 10.23.0.1 19
+	dumpcap_stop || fail "the capture cannot be judged"
 	mergecap -F pcap -w "$1" "$T_TMP/a.pcap" "$T_TMP/b.pcap" ||
 		fail "mergecap"
 }

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # Interface selection and logging from SWIW_INTERFACES, SWIW_LOG_LEVEL and
 # the SWIW_CONFIG file, as the stock ibv_devices sees them.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/swiw_test.sh"
+need_swiw
 
 need_cmd ibv_devices
 

@@ -3,7 +3,8 @@
 # poll over swiw_lo through ibv_create_cq_ex, ibv_create_qp_ex and the
 # ibv_wr_* builders; and what perftest 4.5 does with its new post-send
 # option on swiw.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/swiw_test.sh"
+need_swiw
 
 need_cmd ib_write_bw ib_send_lat
 

@@ -6,21 +6,19 @@
 #   $NS:  lo; $S0 (two IPv4, one global IPv6, link-local); $S1 (down at
 #         first); $S2 (up, no address); veth0 (IPv4 only)
 #   $NS2: vpeer, veth0's peer, down at first
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/swiw_test.sh"
+need_swiw
 
 need_root
 need_cmd ip ibv_devices ibv_devinfo ibv_asyncwatch stdbuf sed
 
 NS=swiw-e2e-$$-$RANDOM
 NS2=$NS-peer
-ip netns add "$NS" || fail "cannot create network namespace $NS"
-on_exit "ip netns del '$NS'"
-ip netns add "$NS2" || fail "cannot create network namespace $NS2"
-on_exit "ip netns del '$NS2'"
+netns_add "$NS" "$NS2"
 note "namespaces $NS and $NS2"
 
-ns() { ip -n "$NS" "$@" || fail "ip -n $NS $* failed"; }
-ns2() { ip -n "$NS2" "$@" || fail "ip -n $NS2 $* failed"; }
+ns() { ns_ip "$NS" "$@"; }
+ns2() { ns_ip "$NS2" "$@"; }
 
 # Stub interfaces that are always running once up: dummy, or ifb where the
 # kernel has no dummy driver (the same semantics: no carrier to lose).
@@ -35,7 +33,6 @@ S0=${KIND}0 S1=${KIND}1 S2=${KIND}2
 ns link add "$S1" type $KIND
 ns link add "$S2" type $KIND
 
-ns link set lo up
 ns addr add 10.11.0.1/24 dev "$S0"
 ns addr add 10.11.0.2/24 dev "$S0"
 ns addr add fd00:11::1/64 dev "$S0" nodad
@@ -44,11 +41,8 @@ ns addr add 10.12.0.1/24 dev "$S1"
 ns link set "$S2" addrgenmode none
 ns link set "$S2" up
 # No automatic IPv6 on veth0: its only GID change is the one the test makes.
-ns link add veth0 type veth peer name vpeer netns "$NS2"
-ns link set veth0 addrgenmode none
-ns addr add 10.13.0.1/24 dev veth0
-ns link set veth0 up
-ns2 addr add 10.13.0.2/24 dev vpeer
+veth_pair "$NS" veth0 10.13.0.1 "$NS2" vpeer 10.13.0.2
+ns2 link set vpeer down
 
 # devices: the swiw devices ibv_devices lists in $NS, sorted, in $DEVS.
 devices() {

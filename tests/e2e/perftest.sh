@@ -5,7 +5,8 @@
 # numbers over its own socket): every program, all sizes (-a), inline
 # (-I), completion events (-e), bidirectional (-b) and four QPs (-q 4).
 # Each must exit 0 and report its figures.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/swiw_test.sh"
+need_swiw
 
 need_cmd ib_write_bw ib_write_lat ib_read_bw ib_read_lat ib_send_lat \
 	ib_send_bw ib_atomic_bw ib_atomic_lat ibv_srq_pingpong ss

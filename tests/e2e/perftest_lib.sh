@@ -2,7 +2,7 @@
 # Running the distribution's perftest over swiw_lo: server and client in
 # two processes under swiw-run, connected by ibv_modify_qp through the
 # broker (perftest without -R exchanges QP numbers over its own socket).
-# Sourced after lib.sh by the scripts that run perftest.
+# Sourced after tests/lib/swiw_test.sh by the scripts that run perftest.
 
 need_cmd ss
 
@@ -14,40 +14,6 @@ T_LIMIT=${SWIW_TEST_TIMEOUT:-60}
 # leak-checked by the verbs tests and the other stock-program runs.
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 
-listening() {
-	ss -Hltn "sport = :$1" | grep -q .
-}
-
-# perftest 4.5+0.17 deregisters the MR of its iWARP Send credits only
-# with -R, so without it ibv_dealloc_pd fails with EBUSY at exit, as the
-# kernel's does for any iWARP device, and the program exits 1 after its
-# report. pd_leak_ok RC STDERR: true if that is the only thing that failed.
-pd_leak_ok() {
-	[ "$1" -eq 1 ] || return 1
-	[ "$(grep -cv -e '^Failed to deallocate PD' \
-		-e '^Couldn.t destroy all SEND resources' \
-		-e '^[[:space:]]*$' -e '^swiw: ' <<<"$2")" -eq 0 ] || return 1
-	grep -q '^Failed to deallocate PD' <<<"$2"
-}
-
-listening_in() {
-	if [ -n "$1" ]; then
-		ip netns exec "$1" ss -Hltn "sport = :$2" | grep -q .
-	else
-		listening "$2"
-	fi
-}
-
-# server_up NETNS PORT: the server listens; a server that exited instead
-# (a port taken by someone else, say) fails at once with its output.
-server_up() {
-	if ! kill -0 "$SRV_PID" 2>/dev/null; then
-		cat "$T_TMP/srv.out" "$T_TMP/srv.err" >&2
-		fail "the server exited before listening on port $2"
-	fi
-	listening_in "$1" "$2"
-}
-
 # pair PROGRAM REPORT-ERE ARGS...: server in the background, then the
 # client; the client's output must match REPORT-ERE. By default both run
 # here on swiw_lo and the client dials 127.0.0.1; PAIR_SNS/PAIR_CNS (the
@@ -56,30 +22,20 @@ server_up() {
 # the server's/client's environment. ROWS=N: the client must print N
 # figure lines (one per size with -a).
 pair() {
-	local prog=$1 report=$2 port pid srv_rc rows
-	local sns=${PAIR_SNS:-} cns=${PAIR_CNS:-} pre=()
+	local prog=$1 report=$2 port srv_rc rows cpre=()
 
 	shift 2
 	port=$((10000 + RANDOM % 20000)) # below the ephemeral range
-	[ -n "$sns" ] && pre=(ip netns exec "$sns")
 	# shellcheck disable=SC2206 # NAME=VALUE words
-	pre+=(env ${PAIR_SENV:-})
-	timeout -k 5 "$T_LIMIT" "${pre[@]}" "${SWIW[@]}" "$prog" \
-		-d "${PAIR_SDEV:-swiw_lo}" -p "$port" "$@" \
-		>"$T_TMP/srv.out" 2>"$T_TMP/srv.err" &
-	pid=$!
-	on_exit "kill $pid"
-	SRV_PID=$pid
-	wait_until 20 "$prog server listening on $port" server_up "$sns" \
-		"$port"
-	pre=()
-	[ -n "$cns" ] && pre=(ip netns exec "$cns")
+	serve "${PAIR_SNS:-}" "$port" env ${PAIR_SENV:-} "${SWIW[@]}" "$prog" \
+		-d "${PAIR_SDEV:-swiw_lo}" -p "$port" "$@" ||
+		fail_served "$prog $*: the server did not listen on port $port"
+	[ -z "${PAIR_CNS:-}" ] || cpre=(ip netns exec "$PAIR_CNS")
 	# shellcheck disable=SC2206 # NAME=VALUE words
-	pre+=(env ${PAIR_CENV:-})
-	run "${pre[@]}" "${SWIW[@]}" "$prog" -d "${PAIR_CDEV:-swiw_lo}" \
+	run "${cpre[@]}" env ${PAIR_CENV:-} "${SWIW[@]}" "$prog" -d "${PAIR_CDEV:-swiw_lo}" \
 		-p "$port" "$@" "${PAIR_ADDR:-127.0.0.1}"
-	wait "$pid"
-	srv_rc=$?
+	served
+	srv_rc=$SRV_RC
 	if [ -n "${PD_LEAK:-}" ]; then
 		pd_leak_ok "$RC" "$ERR" && RC=0
 		pd_leak_ok "$srv_rc" "$(cat "$T_TMP/srv.err")" && srv_rc=0
@@ -95,9 +51,7 @@ pair() {
 			PAIR_TRY=$((${PAIR_TRY:-1} + 1)) pair "$prog" "$report" "$@"
 			return
 		fi
-		cat "$T_TMP/srv.out" "$T_TMP/srv.err" >&2
-		show_last >&2
-		fail "$prog $*: client exit $RC, server exit $srv_rc"
+		SRV_RC=$srv_rc fail_served "$prog $*: client exit $RC, server exit $srv_rc"
 	fi
 	out_has "$report" "$prog report"
 	rows=$(printf '%s\n' "$OUT" | grep -cE "$report")
@@ -116,6 +70,20 @@ pair() {
 	fi
 	pass "$prog $*: $(printf '%s\n' "$OUT" | grep -E "$report" | tail -1 |
 		tr -s ' \t' ' ') ($rows sizes)"
+}
+
+# pair_netns NAME SUBNET: the pairs that follow run across two new network
+# namespaces joined by a veth pair: the server's NAMEa, 10.SUBNET.0.1, in
+# $NSA, the client's NAMEb, 10.SUBNET.0.2, in $NSB; once both swiw devices
+# are PORT_ACTIVE (perftest refuses a port that is not).
+pair_netns() {
+	NSA=swiw-$1-$$-$RANDOM
+	NSB=$NSA-b
+	veth_pair "$NSA" "${1}a" "10.$2.0.1" "$NSB" "${1}b" "10.$2.0.2"
+	wait_active "$NSA" "swiw_${1}a"
+	wait_active "$NSB" "swiw_${1}b"
+	export PAIR_SNS=$NSA PAIR_SDEV=swiw_${1}a PAIR_CNS=$NSB PAIR_CDEV=swiw_${1}b
+	export PAIR_ADDR=10.$2.0.1
 }
 
 # perftest's figure lines: size, iterations, then numbers (tab-separated).

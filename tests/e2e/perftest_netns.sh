@@ -4,7 +4,8 @@
 # namespace with the broker its first program starts, QPs connected by
 # ibv_modify_qp with the peer's GID (::ffff:10.22.0.x). Every program,
 # plus bidirectional, events and four QPs.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/swiw_test.sh"
+need_swiw
 
 need_cmd ib_write_bw ib_write_lat ib_read_bw ib_read_lat ib_send_lat \
 	ib_send_bw ib_atomic_bw ib_atomic_lat ip ss
@@ -12,20 +13,7 @@ need_root
 
 . "$(dirname "$0")/perftest_lib.sh"
 
-NSA=swiw-pt-$$-$RANDOM
-NSB=$NSA-b
-veth_pair "$NSA" pta 10.22.0.1 "$NSB" ptb 10.22.0.2
-
-# perftest refuses a port that is not active: wait for the veth carrier.
-port_active() {
-	ip netns exec "$1" "${SWIW[@]}" ibv_devinfo -d "$2" 2>/dev/null |
-		grep -q PORT_ACTIVE
-}
-wait_until 10 "swiw_pta active" port_active "$NSA" swiw_pta
-wait_until 10 "swiw_ptb active" port_active "$NSB" swiw_ptb
-
-export PAIR_SNS=$NSA PAIR_SDEV=swiw_pta PAIR_CNS=$NSB PAIR_CDEV=swiw_ptb
-export PAIR_ADDR=10.22.0.1
+pair_netns pt 22
 
 pair ib_write_bw "$BW" -x 0 -n 500
 pair ib_write_bw "$BW" -x 0 -n 100 -s 1048576

@@ -4,7 +4,8 @@
 # through the connection broker (started on demand), first over swiw_lo,
 # then across two network namespaces joined by a veth pair (one broker in
 # each namespace).
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/swiw_test.sh"
+need_swiw
 
 need_cmd ibv_rc_pingpong ss ip
 
@@ -12,48 +13,21 @@ need_cmd ibv_rc_pingpong ss ip
 # machine, more under a sanitizer.
 T_LIMIT=${SWIW_TEST_TIMEOUT:-60}
 
-# listening NETNS PORT: a TCP listener on PORT in NETNS ("" for ours).
-listening() {
-	if [ -n "$1" ]; then
-		ip netns exec "$1" ss -Hltn "sport = :$2" | grep -q .
-	else
-		ss -Hltn "sport = :$2" | grep -q .
-	fi
-}
-
 # pingpong WHAT SRV_NS SRV_DEV CLI_NS CLI_DEV SERVER_ADDR OPTS...: one
 # server/client run (namespace "" is ours); both must exit 0 and the client
 # must print its bandwidth line.
 pingpong() {
-	local what=$1 sns=$2 sdev=$3 cns=$4 dev=$5 addr=$6 port pid srv_rc
-	local pre=()
+	local what=$1 sns=$2 sdev=$3 cns=$4 dev=$5 addr=$6 port
 
 	shift 6
 	port=$((10000 + RANDOM % 20000)) # below the ephemeral range
-	[ -n "$sns" ] && pre=(ip netns exec "$sns")
-	timeout -k 5 "$T_LIMIT" "${pre[@]}" "${SWIW[@]}" ibv_rc_pingpong \
-		-g 0 -d "$sdev" -p "$port" "$@" \
-		>"$T_TMP/srv.out" 2>"$T_TMP/srv.err" &
-	pid=$!
-	on_exit "kill $pid"
-	wait_until 20 "ibv_rc_pingpong server ($what) listening on $port" \
-		listening "$sns" "$port"
-	if [ -n "$cns" ]; then
-		ns_swiw_run "$cns" ibv_rc_pingpong -g 0 -d "$dev" -p "$port" \
-			"$@" "$addr"
-	else
-		swiw_run ibv_rc_pingpong -g 0 -d "$dev" -p "$port" "$@" "$addr"
-	fi
-	wait "$pid"
-	srv_rc=$?
-	if [ "$RC" -ne 0 ] || [ "$srv_rc" -ne 0 ]; then
-		echo "---- server (exit $srv_rc) stdout:" >&2
-		cat "$T_TMP/srv.out" >&2
-		echo "---- server stderr:" >&2
-		cat "$T_TMP/srv.err" >&2
-		show_last >&2
-		[ "$srv_rc" -eq 124 ] && fail "server timed out: $what"
-		fail "ibv_rc_pingpong $what: client exit $RC, server exit $srv_rc"
+	serve "$sns" "$port" "${SWIW[@]}" ibv_rc_pingpong -g 0 -d "$sdev" -p "$port" "$@" ||
+		fail_served "ibv_rc_pingpong server ($what) did not listen on $port"
+	ns_swiw_run "$cns" ibv_rc_pingpong -g 0 -d "$dev" -p "$port" "$@" "$addr"
+	served
+	if [ "$RC" -ne 0 ] || [ "$SRV_RC" -ne 0 ]; then
+		[ "$SRV_RC" -eq 124 ] && fail_served "server timed out: $what"
+		fail_served "ibv_rc_pingpong $what: client exit $RC, server exit $SRV_RC"
 	fi
 	out_has "^[0-9]+ bytes in [0-9.]+ seconds = [0-9.]+ Mbit/sec$" \
 		"client bandwidth line ($what)"

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # The distribution's own verbs tools and pyverbs see swiw_lo through
 # swiw-run, and do not see it without.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/swiw_test.sh"
+need_swiw
 
 need_cmd ibv_devices ibv_devinfo
 [ -x "$PY" ] || fail "$PY is missing"

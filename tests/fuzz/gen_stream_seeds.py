@@ -11,26 +11,17 @@ import os
 import struct
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from pcap_ports import records  # noqa: E402
+
 cap, out = sys.argv[1], sys.argv[2]
 MARKER_PORTS = {40003}  # wire_capture's conversation with markers
 
 streams = {}
 with open(cap, "rb") as f:
-    f.read(24)
-    while True:
-        h = f.read(16)
-        if len(h) < 16:
-            break
-        _, _, caplen, _ = struct.unpack("<IIII", h)
-        pkt = f.read(caplen)
-        ip = pkt[14:]
-        ihl = (ip[0] & 15) * 4
-        tcp = ip[ihl:]
-        sport, dport = struct.unpack(">HH", tcp[:4])
-        off = (tcp[12] >> 4) * 4
-        payload = tcp[off:]
-        if payload:
-            streams.setdefault((sport, dport), bytearray()).extend(payload)
+    for _, tcp in records(f.read()):
+        if tcp and tcp[2]:
+            streams.setdefault(tcp[:2], bytearray()).extend(tcp[2])
 
 os.makedirs(out, exist_ok=True)
 n = 0

@@ -16,72 +16,23 @@
 # only when missing or older than the source tarball. Installs what it
 # lacks with apt-get. Prints the paths, in that order.
 set -uo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/../lib/swiw_test.sh"
 
-die() {
-	echo "build_siw: FAIL: $*" >&2
-	exit 1
-}
-say() {
-	echo "build_siw: $*" >&2
-}
-
-[ $# -eq 1 ] || die "usage: build_siw.sh BUILD_DIR"
-mkdir -p "$1/interop" || die "cannot make $1/interop"
+[ $# -eq 1 ] || fail "usage: build_siw.sh BUILD_DIR"
+mkdir -p "$1/interop" || fail "cannot make $1/interop"
 OUT=$(cd "$1/interop" && pwd -P)
 TARBALL=/usr/src/linux-source-6.1.tar.xz
 VARIANTS='siw siw_crc siw_p2p siw_v1'
 
-# The ABI: the same choice tests/vm/run.sh makes, so that its --module
-# check (vermagic against the booted kernel) accepts what is built here.
-dep_abi() {
-	apt-cache depends "$1" 2>/dev/null |
-		sed -nE "s/^ *Depends: $2-(6\.1\.0-[0-9]+-amd64)$/\1/p" | head -1
-}
-pick_kver() {
-	local h img hdr
-
-	if [ -n "${SWIW_VM_KVER:-}" ]; then
-		echo "$SWIW_VM_KVER"
-		return
-	fi
-	h=$(dpkg-query -W -f='${Package} ${Status}\n' 'linux-headers-6.1.0-*-amd64' 2>/dev/null |
-		sed -nE 's/^linux-headers-(6\.1\.0-[0-9]+-amd64) install ok installed$/\1/p' |
-		sort -V | tail -1)
-	if [ -n "$h" ] && apt-cache show "linux-image-$h" >/dev/null 2>&1; then
-		echo "$h"
-		return
-	fi
-	img=$(dep_abi linux-image-amd64 linux-image)
-	hdr=$(dep_abi linux-headers-amd64 linux-headers)
-	if [ -z "$img" ]; then
-		apt-get update -qq >&2 || true
-		img=$(dep_abi linux-image-amd64 linux-image)
-		hdr=$(dep_abi linux-headers-amd64 linux-headers)
-	fi
-	[ -n "$img" ] || die "apt-cache names no linux-image-6.1.0-*-amd64 (apt-get update?)"
-	[ "$img" = "$hdr" ] || die "linux-image-amd64 wants $img, linux-headers-amd64 '$hdr'"
-	echo "$img"
-}
-KVER=$(pick_kver) || exit 1
-[[ $KVER =~ ^[0-9][0-9a-z.+-]*$ ]] || die "bad kernel version '$KVER'"
-
-missing=()
-for p in linux-source-6.1 "linux-headers-$KVER" make gcc-12 xz-utils kmod; do
-	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
-		missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-	[ "$(id -u)" -eq 0 ] || die "run as root to install ${missing[*]} with apt-get"
-	say "installing ${missing[*]}"
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null || {
-		apt-get update -qq >&2
-		apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-	} || die "apt-get install ${missing[*]} failed"
-fi
+# The ABI tests/vm/run.sh boots, so that its --module check (vermagic
+# against the booted kernel) accepts what is built here.
+KVER=$(SWIW_BUILD=$1 bash "$HERE/../vm/run.sh" --kver) || fail "the VM lab cannot pick a kernel"
+need_pkgs linux-source-6.1 "linux-headers-$KVER" make gcc-12 xz-utils kmod ||
+	fail "cannot install what the build needs"
 KDIR=/usr/src/linux-headers-$KVER
-[ -r "$TARBALL" ] || die "$TARBALL is missing after installing linux-source-6.1"
-[ -d "$KDIR" ] || die "$KDIR is missing after installing linux-headers-$KVER"
+[ -r "$TARBALL" ] || fail "$TARBALL is missing after installing linux-source-6.1"
+[ -d "$KDIR" ] || fail "$KDIR is missing after installing linux-headers-$KVER"
 
 # Fresh: both modules exist, are newer than the tarball and are for KVER.
 fresh() {
@@ -101,14 +52,14 @@ paths() {
 	done
 }
 if fresh; then
-	say "cached: $(paths | tr '\n' ' ')($KVER)"
+	note "cached: $(paths | tr '\n' ' ')($KVER)" >&2
 	paths
 	exit 0
 fi
 
 # Serialised: two builds in one directory would trample each other.
-exec 9>"$OUT/.lock" || die "cannot open $OUT/.lock"
-flock -w 600 9 || die "waited 600 s for $OUT/.lock"
+exec 9>"$OUT/.lock" || fail "cannot open $OUT/.lock"
+flock -w 600 9 || fail "waited 600 s for $OUT/.lock"
 fresh && {
 	paths
 	exit 0
@@ -119,12 +70,12 @@ rm -rf "$SRC"
 for m in $VARIANTS; do
 	rm -rf "${OUT:?}/$m" "$OUT/$m.ko"
 done
-mkdir -p "$SRC" || die "cannot make $SRC"
-say "extracting drivers/infiniband/sw/siw from $TARBALL"
+mkdir -p "$SRC" || fail "cannot make $SRC"
+note "extracting drivers/infiniband/sw/siw from $TARBALL" >&2
 tar -xJf "$TARBALL" -C "$SRC" --wildcards 'linux-source-6.1/drivers/infiniband/sw/siw/*' ||
-	die "tar could not extract the siw directory"
+	fail "tar could not extract the siw directory"
 SIW=$SRC/linux-source-6.1/drivers/infiniband/sw/siw
-[ -f "$SIW/siw_main.c" ] && [ -f "$SIW/Makefile" ] || die "no siw sources in $TARBALL"
+[ -f "$SIW/siw_main.c" ] && [ -f "$SIW/Makefile" ] || fail "no siw sources in $TARBALL"
 
 # patch_one FILE FROM TO: FROM (an ERE matching one whole line of FILE)
 # becomes TO; fails when the line is not there (another source version).
@@ -178,9 +129,9 @@ make_one() {
 }
 for m in $VARIANTS; do
 	start=$SECONDS
-	make_one "$m" || die "building $m.ko failed"
-	say "built $OUT/$m.ko in $((SECONDS - start)) s"
+	make_one "$m" || fail "building $m.ko failed"
+	note "built $OUT/$m.ko in $((SECONDS - start)) s" >&2
 done
 rm -rf "$SRC"
-fresh || die "the modules built are not for $KVER"
+fresh || fail "the modules built are not for $KVER"
 paths

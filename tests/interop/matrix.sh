@@ -17,25 +17,24 @@
 # results and the guest's dmesg there; MATRIX_ROWS=ERE runs only the rows
 # whose name matches (a development aid: the rows left out are not
 # counted); MATRIX_TIMEOUT (default 420) bounds the guest.
-set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/../lib/swiw_test.sh"
 : "${SWIW_BUILD:?SWIW_BUILD is not set (the swiw build directory)}"
 CHECK=$HERE/../wire/capture_check.sh
 KO=$SWIW_BUILD/tests/kernel/module/swiw/swiw.ko
-pass=0 failed=0
 
 bail() {
-	echo "FAIL: $*"
-	echo "0 passed, 1 failed"
+	check_fail "$*"
+	checks_end
 	exit 1
 }
-command -v tshark >/dev/null || bail "tshark is not installed"
+need_cmd tshark
 [ -f "$KO" ] || bail "$KO is missing (ctest -R kernel.build builds it)"
 mods=$(bash "$HERE/build_siw.sh" "$SWIW_BUILD") || bail "build_siw.sh"
 mapfile -t mods <<<"$mods"
 [ "${#mods[@]}" -eq 4 ] || bail "build_siw.sh named ${#mods[@]} modules, 4 expected"
-keep=$(mktemp -d "${TMPDIR:-/tmp}/swiw-matrix.XXXXXX") || exit 1
-trap 'rm -rf "$keep"' EXIT
+keep=$T_TMP/keep
+mkdir "$keep" || fail "cannot make $keep"
 
 args=(--timeout "${MATRIX_TIMEOUT:-420}" --keep "$keep")
 for m in "${mods[@]}" "$KO"; do
@@ -53,16 +52,13 @@ echo "guest: exit $rc after $guest_s s"
 # The guest's steps that are no row: each one check.
 while read -r _ name res _; do
 	if [ "$res" = PASS ]; then
-		pass=$((pass + 1))
+		T_PASSED=$((T_PASSED + 1))
 	else
-		failed=$((failed + 1))
-		echo "FAIL: guest step $name"
+		check_fail "guest step $name"
 	fi
 done < <(grep -E '^LAB-TEST (setup|load-|capture-|unload-|swiw-unload|dmesg)' "$keep/guest.out")
-grep -q '^LAB-TEST setup ' "$keep/guest.out" || {
-	failed=$((failed + 1))
-	echo "FAIL: the guest reported no setup (exit $rc)"
-}
+grep -q '^LAB-TEST setup ' "$keep/guest.out" ||
+	check_fail "the guest reported no setup (exit $rc)"
 
 # Cut each phase's capture into one file per run that passed there.
 declare -A split=() res=() line=()
@@ -74,7 +70,7 @@ while IFS='|' read -r name _ _ _ _ _ r _ _ pcap ports _; do
 done <"$keep/results"
 for pcap in "${!split[@]}"; do
 	# shellcheck disable=SC2086 # NAME=PORTS words
-	python3 "$HERE/pcap_ports.py" split "$keep/$pcap" "$keep/runs" ${split[$pcap]} >/dev/null ||
+	python3 "$PCAP_PORTS" split "$keep/$pcap" "$keep/runs" ${split[$pcap]} >/dev/null ||
 		echo "FAIL: cannot split $pcap"
 done
 
@@ -105,7 +101,7 @@ while IFS='|' read -r name group tool srv cli mpa r f unit pcap ports crc maddrs
 		echo "FAIL: $name: ${note:-failed in the guest}"
 	fi
 	if [ "$r" = PASS ]; then
-		pass=$((pass + 1))
+		T_PASSED=$((T_PASSED + 1))
 		cell[$name]="pass"
 		fig[$name]="$f $unit"
 		if [[ $note == "expected failure"* ]]; then
@@ -117,7 +113,7 @@ while IFS='|' read -r name group tool srv cli mpa r f unit pcap ports crc maddrs
 			notes+=("$name: $note")
 		fi
 	else
-		failed=$((failed + 1))
+		T_FAILED=$((T_FAILED + 1))
 		cell[$name]="FAIL"
 		fig[$name]="(${note:-guest})"
 	fi
@@ -125,16 +121,12 @@ while IFS='|' read -r name group tool srv cli mpa r f unit pcap ports crc maddrs
 done <"$keep/results"
 for name in $(cat "$keep/plan" 2>/dev/null); do
 	[ -n "${line[$name]:-}" ] && continue
-	echo "FAIL: $name: never ran (the guest stopped before it)"
-	failed=$((failed + 1))
+	check_fail "$name: never ran (the guest stopped before it)"
 	cell[$name]=FAIL
 	fig[$name]="(never ran)"
 	res[$name]="?|?|?|?|?|?"
 done
-[ -s "$keep/plan" ] || {
-	failed=$((failed + 1))
-	echo "FAIL: the guest wrote no plan of rows"
-}
+[ -s "$keep/plan" ] || check_fail "the guest wrote no plan of rows"
 check_s=$((SECONDS - cstart))
 
 if [ -n "${MATRIX_KEEP:-}" ]; then
@@ -170,5 +162,4 @@ for name in $(cat "$keep/plan" 2>/dev/null); do
 done
 [ "${#notes[@]}" -eq 0 ] || printf '* %s\n' "${notes[@]}"
 echo "guest ${guest_s} s, capture checks ${check_s} s"
-echo "$pass passed, $failed failed"
-[ "$failed" -eq 0 ]
+checks_end

@@ -22,9 +22,7 @@
 # MATRIX_ROWS (an ERE) runs only the rows whose NAME matches it.
 . "$(dirname "$0")/../vm/guest_lib.sh"
 
-HERE=$(cd "$(dirname "$0")" && pwd)
-PCAP_PORTS=$HERE/pcap_ports.py
-SWIW_RUN=$SWIW_BUILD/bin/swiw-run
+need_swiw
 KEEP=/tmp/out/keep
 SIWA=10.9.2.1
 SWA=10.9.2.2
@@ -35,9 +33,9 @@ BW_N=${MATRIX_BW_N:-200}
 READ_N=${MATRIX_READ_N:-100}
 LAT_N=${MATRIX_LAT_N:-200}
 PING_N=${MATRIX_PING_N:-100}
-# shellcheck disable=SC2034 # guest_lib.sh reads it
-LAB_TIMEOUT=60
-mkdir -p "$KEEP" || lab_fail "cannot make $KEEP"
+# shellcheck disable=SC2034 # bounded reads it
+T_LIMIT=60
+mkdir -p "$KEEP" || fail "cannot make $KEEP"
 : >"$KEEP/results"
 : >"$KEEP/plan"
 
@@ -45,21 +43,17 @@ t_setup() {
 	local d
 
 	lab_lo_up
-	lab_veth siwv swv "$NS"
-	ip addr add "$SIWA/24" dev siwv && ip -n "$NS" addr add "$SWA/24" dev swv ||
-		lab_fail "veth addresses"
-	ethtool -K siwv tso off gso off gro off >/dev/null 2>&1 &&
-		ip netns exec "$NS" ethtool -K swv tso off gso off gro off >/dev/null 2>&1 ||
-		lab_fail "ethtool -K: offloads stay on"
+	veth_pair '' siwv "$SIWA" "$NS" swv "$SWA"
+	no_offloads '' siwv
+	no_offloads "$NS" swv
 	for d in ib_core ib_uverbs iw_cm rdma_cm rdma_ucm; do
 		lab_modprobe "$d"
 	done
-	[[ $(modinfo -n swiw) == */updates/* ]] || lab_fail "modprobe swiw would not load this build's"
-	lab_modprobe swiw
-	[ -c /dev/swiw ] || lab_fail "no /dev/swiw"
+	[[ $(modinfo -n swiw) == */updates/* ]] || fail "modprobe swiw would not load this build's"
+	lab_swiw_load
 }
 
-port_active() {
+siw0_active() {
 	ibv_devinfo -d siw0 2>/dev/null | grep -q PORT_ACTIVE
 }
 
@@ -67,50 +61,37 @@ port_active() {
 t_load() {
 	local path
 
-	path=$(modinfo -n "$1") || lab_fail "modinfo $1"
-	[[ $path == */updates/* ]] || lab_fail "modprobe $1 would load $path, not the one built"
+	path=$(modinfo -n "$1") || fail "modinfo $1"
+	[[ $path == */updates/* ]] || fail "modprobe $1 would load $path, not the one built"
 	lab_modprobe "$1"
-	lab_run rdma link add siw0 type siw netdev siwv || lab_fail "rdma link add siw0"
-	lab_wait 20 "siw0 PORT_ACTIVE" port_active || lab_fail "siw0 never became active"
-	lab_note "$1 from $path"
+	bounded rdma link add siw0 type siw netdev siwv || fail "rdma link add siw0"
+	wait_until 20 "siw0 PORT_ACTIVE" siw0_active
+	note "$1 from $path"
 }
 
 t_unload() {
-	lab_run rdma link del siw0 || lab_fail "rdma link del siw0"
-	lab_run rmmod "$1" || lab_fail "rmmod $1"
+	bounded rdma link del siw0 || fail "rdma link del siw0"
+	bounded rmmod "$1" || fail "rmmod $1"
 }
 
 # --- the capture ---------------------------------------------------------
-# probed PORT: a refused connection to PORT (from swns, so it crosses the
-# veth) is in the capture: dumpcap was capturing before it and has
-# written everything sent earlier.
-probed() {
-	ip netns exec "$NS" bash -c "echo >/dev/tcp/$SIWA/$1" 2>/dev/null
-	python3 "$PCAP_PORTS" has "$CAP" "$1" && python3 "$PCAP_PORTS" has "$NCAP" "$1"
-}
-
 # Two captures a phase: here on every link (-i any) and in swns on swv.
 # A capture holds a link's received packets in the order the CPUs handed
 # them over, which under load is not the wire's: a bulk stream is judged
 # from its sender's side, where the order is TCP's own (row, CAP_SIDE).
-DPID=''
-NPID=''
+# A refused connection to a port from swns (so it crosses the veth)
+# marks the start and the end in both.
 CAP=''
+CAP_BUFFER=64
 cap_start() {
 	CAP=$KEEP/$1.pcap
 	NCAP=$KEEP/$1-ns.pcap
 	rm -f "$CAP" "$NCAP"
-	: >"$LAB_TMP/dumpcap.err"
-	: >"$LAB_TMP/dumpcap-ns.err"
-	dumpcap -q -B 64 -P -i any -f "tcp and net 10.9.2.0/24" -w "$CAP" \
-		2>>"$LAB_TMP/dumpcap.err" &
-	DPID=$!
-	ip netns exec "$NS" dumpcap -q -B 64 -P -i swv -f "tcp and net 10.9.2.0/24" -w "$NCAP" \
-		2>>"$LAB_TMP/dumpcap-ns.err" &
-	NPID=$!
+	dumpcap_start '' any "tcp and net 10.9.2.0/24" "$CAP"
+	dumpcap_start "$NS" swv "tcp and net 10.9.2.0/24" "$NCAP"
 	# The first start reads dumpcap over cold 9p (LAB.md §2).
-	lab_wait 60 "dumpcap capturing" probed 9 || {
-		cat "$LAB_TMP/dumpcap.err" "$LAB_TMP/dumpcap-ns.err"
+	wait_for 60 "dumpcap capturing" dumpcap_probe "$NS" "$SIWA" 9 || {
+		cat "$T_TMP"/dumpcap-*.err
 		return 1
 	}
 }
@@ -118,22 +99,25 @@ cap_start() {
 cap_stop() {
 	local ok=0
 
-	lab_wait 30 "dumpcap wrote the traffic" probed 19 || ok=1
-	kill -INT "$DPID" "$NPID"
-	wait "$DPID" "$NPID"
-	DPID=''
-	NPID=''
-	for f in dumpcap.err dumpcap-ns.err; do
-		grep -Eq 'dropped on interface .*: [1-9][0-9]*/0 ' "$LAB_TMP/$f" || {
-			echo "dumpcap dropped packets or saw none: $(cat "$LAB_TMP/$f")"
-			ok=1
-		}
-	done
+	wait_for 30 "dumpcap wrote the traffic" dumpcap_probe "$NS" "$SIWA" 19 || ok=1
+	dumpcap_stop || ok=1
 	return $ok
 }
 
+# cap_stopped NAME: the test NAME stops the captures (lab_test runs it in
+# a subshell, which cannot forget them here).
+cap_stopped() {
+	lab_test "$1" cap_stop
+	CAP_PIDS=() CAP_FILES=()
+}
+
+capturing() {
+	[ ${#CAP_PIDS[@]} -gt 0 ]
+}
+
 # --- peers ---------------------------------------------------------------
-# peer SPEC: sets P_PRE (the command prefix), P_DEV, P_ADDR, P_NS.
+# peer SPEC: sets P_PRE (the command prefix), P_NS (the network namespace
+# it runs in, "" for this one), P_DEV, P_ADDR.
 #   siw               the kernel's siw (siw0, 10.9.2.1)
 #   sw:ENGINE[:K=V]...  swiw in swns (swiw_swv, 10.9.2.2), SWIW_ENGINE and
 #                     more SWIW_* settings
@@ -160,7 +144,7 @@ peer() {
 		return
 		;;
 	sw)
-		P_PRE=(ip netns exec "$NS" env)
+		P_PRE=(env)
 		P_NS=$NS
 		P_DEV=swiw_swv
 		P_ADDR=$SWA
@@ -170,7 +154,7 @@ peer() {
 		P_DEV=swiw_siwv
 		P_ADDR=$SIWA
 		;;
-	*) lab_fail "bad peer '$spec'" ;;
+	*) fail "bad peer '$spec'" ;;
 	esac
 	spec=${spec#*:}
 	eng=${spec%%:*}
@@ -182,52 +166,43 @@ peer() {
 	P_PRE+=("$SWIW_RUN")
 }
 
-# up_or_gone PORT PID: the server listens on PORT, or has exited.
-up_or_gone() {
-	lab_listening "$1" "$S_NS" || server_gone "$2"
-}
-
-server_gone() {
-	! kill -0 "$1" 2>/dev/null
-}
-
 # pair PORT SERVER... -- CLIENT...: the server in the background (in
-# S_NS), the client once it listens; both must exit 0.
+# S_NS), the client (in C_NS) once it listens; both must exit 0.
 pair() {
-	local port=$1 srv=() spid rc src
+	local port=$1 srv=() cpre=() rc
 
 	PAIR_CLI_RC=''
 	shift
-	while [ "$1" != -- ]; do
-		srv+=("$1")
-		shift
-	done
-	shift
-	lab_run "${srv[@]}" >"$LAB_TMP/srv.out" 2>&1 &
-	spid=$!
-	lab_wait 30 "server listening on $port" up_or_gone "$port" "$spid" &&
-		lab_listening "$port" "$S_NS" || {
-		kill "$spid" 2>/dev/null
-		wait "$spid"
-		echo "server:"
-		cat "$LAB_TMP/srv.out"
+	split_args "$@"
+	srv=("${BEFORE[@]}")
+	set -- "${AFTER[@]}"
+	if ! serve "$S_NS" "$port" "${srv[@]}"; then
+		echo "server (exit $SRV_RC):"
+		srv_log
 		return 1
-	}
-	lab_run "$@" >"$LAB_TMP/cli.out" 2>&1
+	fi
+	[ -z "$C_NS" ] || cpre=(ip netns exec "$C_NS")
+	bounded "${cpre[@]}" "$@" >"$T_TMP/cli.out" 2>&1
 	rc=$?
 	PAIR_CLI_RC=$rc
 	# A failed client leaves the server waiting for a peer: it gets 5 s
-	# to notice, not the whole LAB_TIMEOUT.
-	[ "$rc" -eq 0 ] || lab_wait 5 "the server to exit" server_gone "$spid" ||
-		kill "$spid"
-	wait "$spid"
-	src=$?
-	[ "$rc" -eq 0 ] && [ "$src" -eq 0 ] && return 0
-	echo "server (exit $src): ${srv[*]}"
-	cat "$LAB_TMP/srv.out"
+	# to notice, not the whole T_LIMIT.
+	if [ "$rc" -eq 0 ]; then
+		served
+	else
+		served 5
+	fi
+	[ "$rc" -eq 0 ] && [ "$SRV_RC" -eq 0 ] && return 0
+	echo "server (exit $SRV_RC): ${srv[*]}"
+	srv_log
 	echo "client (exit $rc): $*"
-	cat "$LAB_TMP/cli.out"
+	cat "$T_TMP/cli.out"
 	return 1
+}
+
+# srv_log: what the server of the last pair printed.
+srv_log() {
+	cat "$T_TMP/srv.out" "$T_TMP/srv.err"
 }
 
 # figure TOOL: from the client's result row (bytes, iterations, then the
@@ -237,7 +212,7 @@ figure() {
 
 	case $1 in *_lat) col=5 ;; esac
 	awk -v c="$col" '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ && NF >= 5 { f = $c } END { print f }' \
-		"$LAB_TMP/cli.out"
+		"$T_TMP/cli.out"
 }
 
 # --- rows ----------------------------------------------------------------
@@ -259,11 +234,11 @@ record() {
 # either peer under TCG; the capture is still judged). Noted in the row.
 rping_teardown_race() {
 	[ -z "$R_XFAIL" ] && [ -n "$PAIR_CLI_RC" ] && [ "$PAIR_CLI_RC" -eq 0 ] &&
-		[ "$(grep -c '^server ping data: rdma-ping-' "$LAB_TMP/srv.out")" -eq "$PING_N" ] &&
-		[ "$(grep -c '^ping data: rdma-ping-' "$LAB_TMP/cli.out")" -eq "$PING_N" ] &&
-		grep -q '^rdma_get_cm_event: Bad file descriptor' "$LAB_TMP/srv.out" || return 1
+		[ "$(srv_log | grep -c '^server ping data: rdma-ping-')" -eq "$PING_N" ] &&
+		[ "$(grep -c '^ping data: rdma-ping-' "$T_TMP/cli.out")" -eq "$PING_N" ] &&
+		srv_log | grep -q '^rdma_get_cm_event: Bad file descriptor' || return 1
 	R_NOTE="the stock rping server failed its own teardown (rdma_get_cm_event: EBADF) after 100 pings"
-	lab_note "$R_NOTE"
+	note "$R_NOTE"
 }
 
 # t_rping: 100 verified ping-pongs; the figure is the client's wall time.
@@ -276,27 +251,27 @@ t_rping() {
 	if ! pair "$R_PORT" "${S_PRE[@]}" rping -s -a "$S_ADDR" -p "$R_PORT" -C "$PING_N" -v -- \
 		"${C_PRE[@]}" rping -c -a "$S_ADDR" -p "$R_PORT" -C "$PING_N" -v &&
 		! rping_teardown_race; then
-		if [ -n "$R_XFAIL" ] && grep -q "$R_XFAIL" "$LAB_TMP/srv.out" "$LAB_TMP/cli.out"; then
+		if [ -n "$R_XFAIL" ] && { srv_log; cat "$T_TMP/cli.out"; } | grep -q "$R_XFAIL"; then
 			record PASS - - "expected failure: '$R_XFAIL'"
-			lab_note "failed as expected: '$R_XFAIL'"
+			note "failed as expected: '$R_XFAIL'"
 			return 0
 		fi
 		record FAIL - - "rping failed"
-		lab_fail "rping"
+		fail "rping"
 	fi
 	[ -z "$R_XFAIL" ] || {
 		record FAIL - - "rping passed; '$R_XFAIL' was expected"
-		lab_fail "rping passed, a failure ('$R_XFAIL') was expected: README"
+		fail "rping passed, a failure ('$R_XFAIL') was expected: README"
 	}
 	ms=$((($(date +%s%N) - start) / 1000000))
 	# -v prints each verified ping's data on both sides.
-	n=$(grep -c '^ping data: rdma-ping-' "$LAB_TMP/cli.out")
+	n=$(grep -c '^ping data: rdma-ping-' "$T_TMP/cli.out")
 	[ "$n" -eq "$PING_N" ] || {
 		record FAIL - - "client printed $n pings"
-		lab_fail "rping client printed $n pings, $PING_N expected"
+		fail "rping client printed $n pings, $PING_N expected"
 	}
 	record PASS "$ms" ms "$R_NOTE"
-	lab_note "rping: $n pings in $ms ms"
+	note "rping: $n pings in $ms ms"
 }
 
 # t_perf ARGS...: R_TOOL -R server and client. Under TCG perftest's cycle
@@ -315,32 +290,32 @@ t_perf() {
 		if pair "$port" "${S_PRE[@]}" "$R_TOOL" -R -d "$S_DEV" -F -p "$port" "$@" -- \
 			"${C_PRE[@]}" "$R_TOOL" -R -d "$C_DEV" -F -p "$port" "$@" "$S_ADDR"; then
 			fig=$(figure "$R_TOOL")
-			lab_note "row: $(grep -E '^ *[0-9]+ +[0-9]+ ' "$LAB_TMP/cli.out" | tail -1)"
+			note "row: $(grep -E '^ *[0-9]+ +[0-9]+ ' "$T_TMP/cli.out" | tail -1)"
 			[[ $fig =~ ^0*\.?0*$ || $fig =~ inf|nan ]] || break
-			lab_note "a figure of '$fig' (perftest's clock under TCG), again"
-		elif grep -q "Can't produce a report" "$LAB_TMP/srv.out" "$LAB_TMP/cli.out"; then
-			lab_note "perftest's clock fit failed under TCG, again"
-		elif grep -q 'ERRNO: Connection refused' "$LAB_TMP/cli.out" &&
-			grep -q 'Failed to connect RDMA CM events' "$LAB_TMP/cli.out"; then
+			note "a figure of '$fig' (perftest's clock under TCG), again"
+		elif { srv_log; cat "$T_TMP/cli.out"; } | grep -q "Can't produce a report"; then
+			note "perftest's clock fit failed under TCG, again"
+		elif grep -q 'ERRNO: Connection refused' "$T_TMP/cli.out" &&
+			grep -q 'Failed to connect RDMA CM events' "$T_TMP/cli.out"; then
 			# perftest -R connects twice; its client dials the
 			# second time without waiting for the server to listen
 			# again, and iWARP answers the early SYN with a RST
 			# (seen with siw against itself too). Noted in the row.
-			lab_note "perftest's second connection came before its server listened, again"
+			note "perftest's second connection came before its server listened, again"
 			R_NOTE+="${R_NOTE:+; }retried: perftest's second connect raced its listen"
 		else
 			record FAIL - - "$R_TOOL failed"
-			lab_fail "$R_TOOL"
+			fail "$R_TOOL"
 		fi
 		port=$((port + 1))
 	done
 	[[ $fig =~ ^[0-9]+(\.[0-9]+)?$ ]] && [[ ! $fig =~ ^0*\.?0*$ ]] || {
 		record FAIL - - "no figure in 3 tries"
-		cat "$LAB_TMP/cli.out"
-		lab_fail "$R_TOOL printed no usable result row"
+		cat "$T_TMP/cli.out"
+		fail "$R_TOOL printed no usable result row"
 	}
 	record PASS "$fig" "$unit" "$R_NOTE"
-	lab_note "$R_TOOL: $fig $unit"
+	note "$R_TOOL: $fig $unit"
 }
 
 t_row() {
@@ -349,7 +324,7 @@ t_row() {
 	ib_send_bw | ib_write_bw) t_perf -n "$BW_N" ;;
 	ib_read_bw) t_perf -n "$READ_N" ;;
 	ib_send_lat | ib_write_lat) t_perf -n "$LAT_N" ;;
-	*) lab_fail "no tool $R_TOOL" ;;
+	*) fail "no tool $R_TOOL" ;;
 	esac
 }
 
@@ -370,22 +345,22 @@ row() {
 		return 0
 	fi
 	CAP_SIDE=root
-	if [ -z "$DPID" ]; then
+	if ! capturing; then
 		R_PORTS=$R_PORT
 		record FAIL - - "no capture running"
-		lab_test "$R_NAME" lab_fail "no capture running, not run"
+		lab_test "$R_NAME" fail "no capture running, not run"
 		return
 	fi
 	peer "$R_SRV"
 	S_PRE=("${P_PRE[@]}") S_DEV=$P_DEV S_ADDR=$P_ADDR S_NS=$P_NS
 	peer "$R_CLI"
-	C_PRE=("${P_PRE[@]}") C_DEV=$P_DEV
+	C_PRE=("${P_PRE[@]}") C_DEV=$P_DEV C_NS=$P_NS
 	# The bulk sender's side: ib_read_bw's server, the other _bw
 	# clients; ping-pongs are judged from here.
 	CAP_SIDE=root
 	case $R_TOOL in
 	ib_read_bw) [ -n "$S_NS" ] && CAP_SIDE=ns ;;
-	*_bw) [ -n "$P_NS" ] && CAP_SIDE=ns ;;
+	*_bw) [ -n "$C_NS" ] && CAP_SIDE=ns ;;
 	esac
 	lab_test "$R_NAME" t_row
 }
@@ -396,20 +371,15 @@ phase() {
 	[ "$PLAN" = 0 ] || return 0
 	lab_test "load-$1" t_load "$1" || return
 	cap_start "cap-$1" || {
-		LAB_FAIL=$((LAB_FAIL + 1))
+		T_FAILED=$((T_FAILED + 1))
 		echo "LAB-TEST capture-$1 FAIL"
-		[ -z "$DPID" ] || kill -INT "$DPID" "$NPID"
-		DPID=''
-		NPID=''
+		dumpcap_stop 2>/dev/null
 	}
 }
 
 unphase() {
 	[ "$PLAN" = 0 ] || return 0
-	if [ -n "$DPID" ]; then
-		lab_test "capture-$1" cap_stop
-		DPID=''
-	fi
+	capturing && cap_stopped "capture-$1"
 	lab_test "unload-$1" t_unload "$1"
 }
 
@@ -508,8 +478,7 @@ rows() {
 	row p2p-send-siws p2p-rtr rping rev2,p2p,send-rtr-only no - siw "sw:$I:SWIW_MPA_RTR=send" \
 		'RDMA_CM_EVENT_\(CONNECT_ERROR\|REJECTED\|UNREACHABLE\)'
 	if [ "$PLAN" = 0 ]; then
-		[ -z "$DPID" ] || lab_test capture-siw_v1 cap_stop
-		DPID=''
+		! capturing || cap_stopped capture-siw_v1
 		lab_test siw-term-bug t_term_bug
 	fi
 
@@ -524,7 +493,7 @@ t_dmesg() {
 	dmesg | grep 'traps: ' | sed 's/^/# /'
 	bad=$(dmesg | grep -v 'traps: ' |
 		grep -E '\<BUG\>|WARNING:|Oops|general protection fault|Call Trace')
-	[ -z "$bad" ] || lab_fail "kernel log: $bad"
+	[ -z "$bad" ] || fail "kernel log: $bad"
 }
 
 # After p2p-send-siws: siw's TERMINATE handling as a finding, not a

@@ -6,24 +6,20 @@
 # first that it would: a canary module with one of each must fail the same
 # check. KDIR=... picks the headers (default: the newest installed
 # /usr/src/linux-headers-*-amd64).
-set -u
+. "$(dirname "$0")/../lib/swiw_test.sh"
 src=$1 out=$2
 mod=$src/kernel/swiw
 
-kdir=${KDIR:-$(ls -d /usr/src/linux-headers-*-amd64 2>/dev/null | sort -V | tail -1)}
-if [ -z "$kdir" ] || [ ! -f "$kdir/Makefile" ]; then
-	echo "FAIL: no kernel headers: install linux-headers-amd64 (.ci/deps does)"
-	exit 1
-fi
-command -v sparse >/dev/null || { echo "FAIL: sparse is not installed"; exit 1; }
+need_kernel_headers
+need_cmd sparse make nm
 # The compiler the kernel was built with (Debian: gcc-12), as Kbuild expects.
-cc=$(sed -nE 's/^CONFIG_CC_VERSION_TEXT="([^ ]+) .*/\1/p' "$kdir/.config" 2>/dev/null)
+cc=$(sed -nE 's/^CONFIG_CC_VERSION_TEXT="([^ ]+) .*/\1/p' "$KDIR/.config" 2>/dev/null)
 command -v "${cc:-gcc}" >/dev/null || cc=gcc
-release=$(sed -nE 's/^#define UTS_RELEASE "(.*)"/\1/p' "$kdir/include/generated/utsrelease.h")
+release=$(sed -nE 's/^#define UTS_RELEASE "(.*)"/\1/p' "$KDIR/include/generated/utsrelease.h")
 
 # kbuild OUTPUT-DIR: builds the Kbuild in OUTPUT-DIR, prints its log.
 kbuild() {
-	make -C "$kdir" M="$1" SWIW_TOP="$src" CC="${cc:-gcc}" W=1 C=1 -j2 modules 2>&1
+	make -C "$KDIR" M="$1" SWIW_TOP="$src" CC="${cc:-gcc}" W=1 C=1 -j2 modules 2>&1
 }
 
 # The warnings that fail the build: compiler and sparse diagnostics, and
@@ -57,10 +53,9 @@ found=$(warnings "$log")
 if ! grep -q 'defined but not used' <<<"$found" ||
 	! grep -q 'incorrect type in return expression' <<<"$found"; then
 	printf '%s\n' "$log"
-	echo "FAIL: the canary's gcc and sparse warnings were not both caught"
-	exit 1
+	fail "the canary's gcc and sparse warnings were not both caught"
 fi
-echo "ok: the warning check catches the canary's gcc and sparse warnings"
+pass "the warning check catches the canary's gcc and sparse warnings"
 
 # The module, from scratch each time (an object kept from an earlier run
 # would hide its warnings): a copy of its own sources; the wire core stays
@@ -72,46 +67,27 @@ start=$SECONDS
 log=$(kbuild "$build")
 rc=$?
 printf '%s\n' "$log"
-fail=0
-if [ $rc -ne 0 ]; then
-	echo "FAIL: make exited $rc"
-	fail=1
-fi
+[ $rc -eq 0 ] || check_fail "make exited $rc"
 if found=$(warnings "$log"); then
 	printf '%s\n' "$found"
-	echo "FAIL: the build printed warnings (above)"
-	fail=1
+	check_fail "the build printed warnings (above)"
 fi
 ko=$build/swiw.ko
-if [ ! -f "$ko" ]; then
-	echo "FAIL: no $ko"
-	exit 1
-fi
+[ -f "$ko" ] || fail "no $ko"
 # It is the module for these headers, and the whole wire core is in it.
 info=$(modinfo "$ko" 2>/dev/null || /sbin/modinfo "$ko")
-if ! grep -q "^vermagic: *$release " <<<"$info"; then
-	echo "FAIL: vermagic is not $release:"
-	grep vermagic <<<"$info"
-	fail=1
-fi
+grep -q "^vermagic: *$release " <<<"$info" ||
+	check_fail "vermagic is not $release: $(grep vermagic <<<"$info")"
 # Its version is dkms.conf's, which the packages and CMake share.
 want=$(sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' "$src/kernel/swiw/dkms.conf")
-if ! grep -q "^version: *$want\$" <<<"$info"; then
-	echo "FAIL: modinfo version is not dkms.conf's $want: $(grep '^version' <<<"$info")"
-	fail=1
-fi
+grep -q "^version: *$want\$" <<<"$info" ||
+	check_fail "modinfo version is not dkms.conf's $want: $(grep '^version' <<<"$info")"
 nwire=$(ls "$src"/providers/swiw/wire/*.c | wc -l)
 nobj=$(ls "$build"/wire/*.o 2>/dev/null | wc -l)
-if [ "$nwire" -eq 0 ] || [ "$nobj" -ne "$nwire" ]; then
-	echo "FAIL: $nobj wire-core objects built for $nwire sources"
-	fail=1
-fi
+[ "$nwire" -gt 0 ] && [ "$nobj" -eq "$nwire" ] ||
+	check_fail "$nobj wire-core objects built for $nwire sources"
 for sym in swiw_crc32c_table swiw_fpdu_tx_build swiw_mpa_input swiw_ddp_rx_segment; do
-	if ! nm "$ko" | grep -q " T $sym\$"; then
-		echo "FAIL: $sym is not in swiw.ko"
-		fail=1
-	fi
+	nm "$ko" | grep -q " T $sym\$" || check_fail "$sym is not in swiw.ko"
 done
-[ $fail -eq 0 ] &&
-	echo "ok: swiw.ko for $release ($nobj wire-core objects), W=1 and sparse clean, $((SECONDS - start)) s"
-exit $fail
+[ "$T_FAILED" -eq 0 ] || exit 1
+pass "swiw.ko for $release ($nobj wire-core objects), W=1 and sparse clean, $((SECONDS - start)) s"

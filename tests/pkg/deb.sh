@@ -13,36 +13,36 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/pkg_lib.sh"
 
 pkg_args "$@"
-pkg_need dpkg-buildpackage dh dh_dkms lintian
+need_cmd dpkg-buildpackage dh dh_dkms lintian
 pkg_same_version "$(dpkg-parsechangelog -l "$SRC/debian/changelog" -SVersion)" debian/changelog
 
-rm -rf "$OUT" && mkdir -p "$OUT" || pkg_die "cannot make $OUT"
-pkg_export_tree "$SRC" "$OUT/swiw-$VERSION" || pkg_die "cannot export $SRC"
+rm -rf "$OUT" && mkdir -p "$OUT" || fail "cannot make $OUT"
+pkg_export_tree "$SRC" "$OUT/swiw-$VERSION" || fail "cannot export $SRC"
 
 # The source package too, from the clean tree, for lintian's source checks.
 (cd "$OUT" && dpkg-source -b "swiw-$VERSION") >"$OUT/source.log" 2>&1 || {
 	cat "$OUT/source.log"
-	pkg_die "dpkg-source -b failed"
+	fail "dpkg-source -b failed"
 }
 dsc=$OUT/swiw_$VERSION.dsc
 
-pkg_say "dpkg-buildpackage -b -us -uc (log: $OUT/build.log)"
+note "dpkg-buildpackage -b -us -uc (log: $OUT/build.log)"
 start=$(date +%s)
 if ! (cd "$OUT/swiw-$VERSION" &&
 	DEB_BUILD_OPTIONS="parallel=$(nproc)" dpkg-buildpackage -b -us -uc) \
 	>"$OUT/build.log" 2>&1; then
 	tail -40 "$OUT/build.log"
-	pkg_die "dpkg-buildpackage failed"
+	fail "dpkg-buildpackage failed"
 fi
-pkg_say "built in $(($(date +%s) - start)) s:"
+note "built in $(($(date +%s) - start)) s:"
 (cd "$OUT" && ls -1 ./*.deb) | sed 's|^\./|    |'
 grep -E '^[0-9]+% tests passed' "$OUT/build.log" | sed 's/^/    build-time tests: /'
 
 arch=$(dpkg --print-architecture)
 changes=$OUT/swiw_${VERSION}_$arch.changes
-[ -r "$changes" ] || pkg_die "no $changes"
+[ -r "$changes" ] || fail "no $changes"
 
-pkg_say "lintian -I -E --pedantic --show-overrides:"
+note "lintian -I -E --pedantic --show-overrides:"
 lintian -I -E --pedantic --show-overrides "$changes" "$dsc" >"$OUT/lintian.txt" 2>&1
 grep -v '^running with root privileges' "$OUT/lintian.txt" |
 	grep -Ev '^(N|O): ' | sed 's/^/    /'
@@ -50,15 +50,15 @@ grep -v '^running with root privileges' "$OUT/lintian.txt" |
 sed -nE 's/^O: ([^ ]+ [^ ]+) ([^ ]+) .*/\1 \2/p' "$OUT/lintian.txt" | sort | uniq -c |
 	sed 's/^ */    overridden: /'
 if grep -Eq '^[EW]: ' "$OUT/lintian.txt"; then
-	pkg_fail "lintian reports errors or warnings that are not overridden"
+	check_fail "lintian reports errors or warnings that are not overridden"
 else
-	pkg_say "lintian: no error, no warning ($(grep -c '^O: ' "$OUT/lintian.txt") overridden, each with a reason in debian/)"
+	check_pass "lintian: no error, no warning ($(grep -c '^O: ' "$OUT/lintian.txt") overridden, each with a reason in debian/)"
 fi
 
 for pkg in swiw swiw-dkms swiw-dev; do
 	deb=$(ls "$OUT/${pkg}_${VERSION}"_*.deb 2>/dev/null | head -1)
 	[ -n "$deb" ] || {
-		pkg_fail "no .deb for $pkg"
+		check_fail "no .deb for $pkg"
 		continue
 	}
 	pkg_expand "$HERE/$pkg.deb.files" "$SRC" "$VERSION" >"$OUT/$pkg.expected"
@@ -70,21 +70,21 @@ for pkg in swiw swiw-dkms swiw-dev; do
 	want=''
 	[ "$pkg" != swiw-dkms ] || want='postinst prerm '
 	[ "$scripts" = "$want" ] ||
-		pkg_fail "$pkg has maintainer files '$scripts', expected '$want'"
+		check_fail "$pkg has maintainer files '$scripts', expected '$want'"
 done
 
 deb=$OUT/swiw_${VERSION}_$arch.deb
 dep=$(dpkg-deb -f "$deb" Depends)
-pkg_say "swiw Depends: $dep"
+note "swiw Depends: $dep"
 grep -q 'libibverbs1 (>= 44)' <<<"$dep" && grep -q 'libibverbs1 (<< 45~)' <<<"$dep" ||
-	pkg_fail "swiw does not pin libibverbs1 44"
+	check_fail "swiw does not pin libibverbs1 44"
 # The pin matches the libibverbs the provider was built against.
 built=$(dpkg-query -W -f='${Version}' libibverbs-dev)
-[[ $built == 44.* ]] || pkg_fail "built against libibverbs-dev $built, but the pin says 44"
+[[ $built == 44.* ]] || check_fail "built against libibverbs-dev $built, but the pin says 44"
 dpkg-deb --ctrl-tarfile "$deb" | tar -xOf - ./conffiles 2>/dev/null |
-	grep -qx /etc/swiw/swiw.conf || pkg_fail "/etc/swiw/swiw.conf is not a conffile"
+	grep -qx /etc/swiw/swiw.conf || check_fail "/etc/swiw/swiw.conf is not a conffile"
 dep=$(dpkg-deb -f "$OUT/swiw-dkms_${VERSION}_all.deb" Depends)
-pkg_say "swiw-dkms Depends: $dep"
-grep -q '^dkms' <<<"$dep" || pkg_fail "swiw-dkms does not depend on dkms"
+note "swiw-dkms Depends: $dep"
+grep -q '^dkms' <<<"$dep" || check_fail "swiw-dkms does not depend on dkms"
 
 pkg_end

@@ -13,53 +13,46 @@
 . "$(dirname "$0")/../vm/guest_lib.sh"
 . "$(dirname "$0")/pkg_lib.sh"
 
-ROOT=$1
+LOWER=$1
 VERSION=$2
-N=/run/pkg/root
-LAB_TIMEOUT=120
-
-in_root() {
-	chroot "$N" "${PKG_ROOT_ENV[@]}" "$@"
-}
+ROOT=/run/pkg/root
+T_LIMIT=120
 
 t_root() {
 	lab_lo_up
 	lab_modprobe overlay
-	mkdir -p /run/pkg/upper /run/pkg/work "$N" &&
+	mkdir -p /run/pkg/upper /run/pkg/work "$ROOT" &&
 		mount -t overlay overlay \
-			-o "lowerdir=$ROOT,upperdir=/run/pkg/upper,workdir=/run/pkg/work" "$N" ||
-		lab_fail "cannot mount the overlay on $ROOT"
+			-o "lowerdir=$LOWER,upperdir=/run/pkg/upper,workdir=/run/pkg/work" "$ROOT" ||
+		fail "cannot mount the overlay on $LOWER"
 	# The lab's devtmpfs lacks what udev would add; DKMS needs /dev/fd.
-	[ -e /dev/fd ] || ln -s /proc/self/fd /dev/fd || lab_fail "no /dev/fd"
-	mount -t proc proc "$N/proc" && mount -t sysfs sys "$N/sys" &&
-		mount --bind /dev "$N/dev" && mount --bind /dev/pts "$N/dev/pts" &&
-		mount -t tmpfs tmpfs "$N/run" && mount -t tmpfs tmpfs "$N/tmp" ||
-		lab_fail "cannot mount /proc, /sys, /dev, /run, /tmp in the root"
+	[ -e /dev/fd ] || ln -s /proc/self/fd /dev/fd || fail "no /dev/fd"
+	mount_root
 	# The kernel's own modules, as linux-image would have installed them,
 	# so that DKMS's depmod and modprobe see swiw.ko's dependencies.
 	local K=/lib/modules/$(uname -r)
-	mkdir -p "$N$K/kernel" && mount --bind "$K/kernel" "$N$K/kernel" &&
-		cp "$K"/modules.order "$K"/modules.builtin "$K"/modules.builtin.modinfo "$N$K/" ||
-		lab_fail "cannot put the kernel's modules into the root"
+	mkdir -p "$ROOT$K/kernel" && mount --bind "$K/kernel" "$ROOT$K/kernel" &&
+		cp "$K"/modules.order "$K"/modules.builtin "$K"/modules.builtin.modinfo "$ROOT$K/" ||
+		fail "cannot put the kernel's modules into the root"
 	in_root dpkg-query -W -f='${Package} ${Version} ${Status}\n' swiw dkms \
 		"linux-headers-$(uname -r)" | sed 's/^/# /'
-	[ -e "$N/lib/modules/$(uname -r)/build" ] ||
-		lab_fail "no headers for $(uname -r) in the root"
+	[ -e "$ROOT/lib/modules/$(uname -r)/build" ] ||
+		fail "no headers for $(uname -r) in the root"
 }
 
 # DKMS builds under TCG: minutes, not seconds.
 t_dkms() {
 	local out
 
-	out=$(LAB_TIMEOUT=900 lab_run chroot "$N" "${PKG_ROOT_ENV[@]}" \
+	out=$(T_LIMIT=900 bounded chroot "$ROOT" "${PKG_ROOT_ENV[@]}" \
 		dpkg -i "/var/cache/swiw-debs/swiw-dkms_${VERSION}_all.deb" 2>&1)
 	rc=$?
 	echo "$out" | tail -25
-	[ $rc -eq 0 ] || lab_fail "dpkg -i swiw-dkms: exit $rc"
+	[ $rc -eq 0 ] || fail "dpkg -i swiw-dkms: exit $rc"
 	out=$(in_root dkms status swiw 2>&1)
 	echo "# dkms status: $out"
 	grep -q "swiw/$VERSION, $(uname -r), .*: installed" <<<"$out" ||
-		lab_fail "DKMS did not install swiw for $(uname -r)"
+		fail "DKMS did not install swiw for $(uname -r)"
 }
 
 t_load() {
@@ -67,11 +60,11 @@ t_load() {
 
 	ko=$(in_root modinfo -n swiw 2>&1)
 	[ "$ko" = "/lib/modules/$(uname -r)/updates/dkms/swiw.ko" ] ||
-		lab_fail "modinfo -n swiw: $ko"
+		fail "modinfo -n swiw: $ko"
 	v=$(in_root modinfo -F version swiw 2>&1)
-	[ "$v" = "$VERSION" ] || lab_fail "modinfo -F version swiw: '$v', not $VERSION"
-	lab_run chroot "$N" modprobe swiw || lab_fail "modprobe swiw"
-	[ -c /dev/swiw ] || lab_fail "no /dev/swiw after modprobe"
+	[ "$v" = "$VERSION" ] || fail "modinfo -F version swiw: '$v', not $VERSION"
+	bounded chroot "$ROOT" modprobe swiw || fail "modprobe swiw"
+	[ -c /dev/swiw ] || fail "no /dev/swiw after modprobe"
 	echo "# $ko, version $v"
 }
 
@@ -80,30 +73,19 @@ t_load() {
 t_smoke() {
 	local out
 
-	out=$(LAB_TIMEOUT=300 lab_run chroot "$N" "${PKG_ROOT_ENV[@]}" \
+	out=$(T_LIMIT=300 bounded chroot "$ROOT" "${PKG_ROOT_ENV[@]}" \
 		/root/swiw-smoke 'kernel helper' 2>&1)
 	rc=$?
 	echo "$out"
-	[ $rc -eq 0 ] || lab_fail "smoke: exit $rc"
+	[ $rc -eq 0 ] || fail "smoke: exit $rc"
 	grep -E 'fw_ver|^client: 8192000 bytes' <<<"$out" | sed 's/^[[:space:]]*/# /'
 }
 
-t_unload() {
-	local i
-
-	# The broker of the pair exits 3 s after its last client.
-	for i in $(seq 100); do
-		[ "$(cat /sys/module/swiw/refcnt)" -eq 0 ] && break
-		sleep 0.1
-	done
-	lab_swiw_unload
-}
-
-lab_note "guest $(uname -r), root $ROOT"
+note "guest $(uname -r), root $LOWER"
 lab_test root t_root || lab_summary || exit 1
 lab_test dkms t_dkms || lab_summary || exit 1
 lab_test modprobe t_load || lab_summary || exit 1
 lab_test smoke.kernel t_smoke
-lab_test unload t_unload
+lab_test unload lab_swiw_unload
 lab_test dmesg lab_dmesg_clean
 lab_summary

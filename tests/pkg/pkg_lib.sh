@@ -1,35 +1,32 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-# Sourced by the package tests (deb.sh, rpm.sh, install.sh).
+# Sourced by the package tests (deb.sh, rpm.sh, install.sh,
+# install_guest.sh), on tests/lib/swiw_test.sh: a check that fails
+# (check_fail) lets the test go on, and it fails at the end (pkg_end);
+# what it cannot go on without fails it at once (fail).
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/swiw_test.sh"
 
-pkg_fails=0
-
-# A command in the test's Debian root gets this environment and no other.
+# A command in the test's Debian root ($ROOT) gets this environment and
+# no other.
 PKG_ROOT_ENV=(env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8
 	DEBIAN_FRONTEND=noninteractive)
 
-pkg_say() {
-	echo "pkg: $*"
+# in_root CMD...: CMD in the root with that environment.
+in_root() {
+	chroot "$ROOT" "${PKG_ROOT_ENV[@]}" "$@"
 }
 
-# A check that failed: the test goes on and fails at the end.
-pkg_fail() {
-	echo "pkg: FAIL: $*"
-	pkg_fails=$((pkg_fails + 1))
-}
-
-# Something the test cannot go on without.
-pkg_die() {
-	echo "pkg: FAIL: $*"
-	exit 1
+# mount_root: /proc, /sys, /dev, /run and /tmp in the root, as a booted
+# system has them.
+mount_root() {
+	mount -t proc proc "$ROOT/proc" && mount -t sysfs sys "$ROOT/sys" &&
+		mount --bind /dev "$ROOT/dev" && mount --bind /dev/pts "$ROOT/dev/pts" &&
+		mount -t tmpfs tmpfs "$ROOT/run" && mount -t tmpfs tmpfs "$ROOT/tmp" ||
+		fail "cannot mount /proc, /sys, /dev, /run, /tmp in the root"
 }
 
 pkg_end() {
-	if [ "$pkg_fails" -eq 0 ]; then
-		pkg_say "all checks passed"
-		exit 0
-	fi
-	pkg_say "$pkg_fails check(s) failed"
-	exit 1
+	checks_end
+	exit
 }
 
 # The version CMakeLists.txt gives the project.
@@ -39,11 +36,11 @@ pkg_version() {
 
 # pkg_args SRC OUT: sets SRC (absolute), OUT and VERSION for a test.
 pkg_args() {
-	[ $# -ge 2 ] || pkg_die "usage: $0 SRC OUT"
-	SRC=$(cd "$1" && pwd) || pkg_die "no source tree $1"
+	[ $# -ge 2 ] || fail "usage: $0 SRC OUT"
+	SRC=$(cd "$1" && pwd) || fail "no source tree $1"
 	OUT=$2
 	VERSION=$(pkg_version "$SRC")
-	[ -n "$VERSION" ] || pkg_die "no project version in $SRC/CMakeLists.txt"
+	[ -n "$VERSION" ] || fail "no project version in $SRC/CMakeLists.txt"
 }
 
 # pkg_same_version VERSION WHERE: WHERE gives the version CMakeLists.txt
@@ -53,17 +50,8 @@ pkg_same_version() {
 
 	dkms=$(sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' "$SRC/kernel/swiw/dkms.conf")
 	[ "$dkms" = "$VERSION" ] ||
-		pkg_fail "kernel/swiw/dkms.conf says $dkms, CMakeLists.txt $VERSION"
-	[ "$1" = "$VERSION" ] || pkg_fail "$2 says $1, CMakeLists.txt $VERSION"
-}
-
-# pkg_need COMMAND...: each is installed (.ci/deps installs them all).
-pkg_need() {
-	local c
-
-	for c; do
-		command -v "$c" >/dev/null || pkg_die "'$c' is missing (bash .ci/deps installs it)"
-	done
+		check_fail "kernel/swiw/dkms.conf says $dkms, CMakeLists.txt $VERSION"
+	[ "$1" = "$VERSION" ] || check_fail "$2 says $1, CMakeLists.txt $VERSION"
 }
 
 # export_tree SRC DEST: what a clean clone of SRC's working state holds
@@ -134,7 +122,7 @@ pkg_compare() {
 	mapfile -t files <"$3"
 	for f in "${files[@]}"; do
 		pkg_matches "$f" "${pats[@]}" && continue
-		pkg_fail "$name ships $f, which is not in its list"
+		check_fail "$name ships $f, which is not in its list"
 		ok=0
 	done
 	for p in "${pats[@]}"; do
@@ -142,9 +130,9 @@ pkg_compare() {
 			# shellcheck disable=SC2053
 			[[ $f == $p ]] && continue 2
 		done
-		pkg_fail "$name does not ship $p"
+		check_fail "$name does not ship $p"
 		ok=0
 	done
-	[ $ok -eq 1 ] && pkg_say "$name ships exactly its ${#files[@]} listed files"
+	[ $ok -eq 1 ] && check_pass "$name ships exactly its ${#files[@]} listed files"
 	return 0
 }

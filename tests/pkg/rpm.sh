@@ -15,24 +15,24 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/pkg_lib.sh"
 
 pkg_args "$@"
-pkg_need rpmbuild
+need_cmd rpmbuild
 pkg_same_version "$(sed -nE 's/^Version:[[:space:]]+//p' "$SRC/redhat/swiw.spec")" \
 	redhat/swiw.spec
 
-rm -rf "$OUT" && mkdir -p "$OUT/SOURCES" || pkg_die "cannot make $OUT"
-pkg_export_tree "$SRC" "$OUT/swiw-$VERSION" || pkg_die "cannot export $SRC"
+rm -rf "$OUT" && mkdir -p "$OUT/SOURCES" || fail "cannot make $OUT"
+pkg_export_tree "$SRC" "$OUT/swiw-$VERSION" || fail "cannot export $SRC"
 tar -C "$OUT" -czf "$OUT/SOURCES/swiw-$VERSION.tar.gz" "swiw-$VERSION" ||
-	pkg_die "cannot make the source tarball"
+	fail "cannot make the source tarball"
 rm -rf "${OUT:?}/swiw-$VERSION"
 
-pkg_say "rpmbuild -bb --nodeps redhat/swiw.spec (log: $OUT/build.log)"
+note "rpmbuild -bb --nodeps redhat/swiw.spec (log: $OUT/build.log)"
 start=$(date +%s)
 if ! rpmbuild -bb --nodeps --define "_topdir $OUT" --define "debug_package %{nil}" \
 	--define "_smp_mflags -j$(nproc)" "$SRC/redhat/swiw.spec" >"$OUT/build.log" 2>&1; then
 	tail -40 "$OUT/build.log"
-	pkg_die "rpmbuild failed"
+	fail "rpmbuild failed"
 fi
-pkg_say "built in $(($(date +%s) - start)) s:"
+note "built in $(($(date +%s) - start)) s:"
 (cd "$OUT/RPMS" && find . -name '*.rpm' | sort) | sed 's|^\./|    |'
 grep -E '^[0-9]+% tests passed' "$OUT/build.log" | sed 's/^/    %check: /'
 grep -i '^warning' "$OUT/build.log" | sed 's/^/    rpmbuild: /'
@@ -40,7 +40,7 @@ grep -i '^warning' "$OUT/build.log" | sed 's/^/    rpmbuild: /'
 for pkg in swiw swiw-dkms swiw-devel; do
 	rpm=$(find "$OUT/RPMS" -name "$pkg-$VERSION-*.rpm" | head -1)
 	[ -n "$rpm" ] || {
-		pkg_fail "no .rpm for $pkg"
+		check_fail "no .rpm for $pkg"
 		continue
 	}
 	pkg_expand "$HERE/$pkg.rpm.files" "$SRC" "$VERSION" >"$OUT/$pkg.expected"
@@ -53,15 +53,15 @@ done
 
 rpm=$(find "$OUT/RPMS" -name "swiw-$VERSION-*.$(uname -m).rpm" | head -1)
 req=$(rpm -qp --requires "$rpm" 2>/dev/null)
-pkg_say "swiw requires libibverbs: $(grep '^libibverbs' <<<"$req" | tr '\n' ' ')"
+note "swiw requires libibverbs: $(grep '^libibverbs' <<<"$req" | tr '\n' ' ')"
 grep -Eq '^libibverbs(\(x86-64\))? >= 44$' <<<"$req" &&
 	grep -Eq '^libibverbs(\(x86-64\))? < 45$' <<<"$req" ||
-	pkg_fail "swiw does not pin libibverbs 44"
+	check_fail "swiw does not pin libibverbs 44"
 rpm -qp --configfiles "$rpm" 2>/dev/null | grep -qx /etc/swiw/swiw.conf ||
-	pkg_fail "/etc/swiw/swiw.conf is not a %config file"
+	check_fail "/etc/swiw/swiw.conf is not a %config file"
 rpm=$(find "$OUT/RPMS" -name "swiw-dkms-$VERSION-*.rpm" | head -1)
-rpm -qp --requires "$rpm" 2>/dev/null | grep -qx dkms || pkg_fail "swiw-dkms does not require dkms"
+rpm -qp --requires "$rpm" 2>/dev/null | grep -qx dkms || check_fail "swiw-dkms does not require dkms"
 rpm -qp --scripts "$rpm" 2>/dev/null | grep -q "dkms add -m swiw -v $VERSION" ||
-	pkg_fail "swiw-dkms does not add the module to DKMS"
+	check_fail "swiw-dkms does not add the module to DKMS"
 
 pkg_end

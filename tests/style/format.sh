@@ -1,9 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # clang-format holds on every C file, and every file carries an SPDX line.
-set -u
-cd "$(dirname "$0")/../.."
-fail=0
+. "$(dirname "$0")/../lib/swiw_test.sh"
+cd "$(dirname "$0")/../.." || fail "no source tree"
+need_cmd clang-format
 
 if git rev-parse --git-dir >/dev/null 2>&1; then
 	files=$(git ls-files --cached --others --exclude-standard)
@@ -13,9 +13,8 @@ fi
 
 c_files=$(printf '%s\n' "$files" | grep -E '\.(c|h)$')
 if ! out=$(printf '%s\n' "$c_files" | xargs clang-format --dry-run --Werror 2>&1); then
-	echo "clang-format would change these files (run clang-format -i):"
 	printf '%s\n' "$out" | grep -E '^[^ ].*: (error|warning)' | cut -d: -f1 | sort -u
-	fail=1
+	check_fail "clang-format would change these files (above; run clang-format -i)"
 fi
 
 # Files that cannot carry a comment are exempt.
@@ -24,11 +23,9 @@ for f in $files; do
 	*.md | .gitignore | */corpus/* | debian/changelog | debian/copyright | debian/source/format) continue ;;
 	esac
 	[ -f "$f" ] || continue
-	if ! head -n 3 "$f" | grep -q 'SPDX-License-Identifier: '; then
-		echo "no SPDX line in the first lines of $f"
-		fail=1
-	fi
+	head -n 3 "$f" | grep -q 'SPDX-License-Identifier: ' ||
+		check_fail "no SPDX line in the first lines of $f"
 done
 
-[ $fail -eq 0 ] && echo "format and SPDX: ok ($(printf '%s\n' "$c_files" | wc -l) C files)"
-exit $fail
+[ "$T_FAILED" -eq 0 ] || exit 1
+pass "format and SPDX ($(printf '%s\n' "$c_files" | wc -l) C files)"

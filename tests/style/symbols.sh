@@ -7,24 +7,23 @@
 # - the preload library exports exactly the libibverbs functions it
 #   interposes and librdmacm's API (its rdma_cm for swiw devices), under
 #   the versions programs bind them with, and links neither library.
-set -u
+. "$(dirname "$0")/../lib/swiw_test.sh"
 lib=${SWIW_BUILD:?}/lib
 prov=$lib/libswiw-rdmav34.so
 shim=$lib/libswiw-preload.so
-fail=0
-bad() { echo "FAIL: $*"; fail=1; }
+need_cmd objdump
 
 imports=$(objdump -T "$prov" | awk '$4 == "*UND*" { print $NF }')
 if grep -q '^ibv_cmd_' <<<"$imports"; then
-	bad "the provider imports ibv_cmd_*: $(grep '^ibv_cmd_' <<<"$imports" | tr '\n' ' ')"
+	check_fail "the provider imports ibv_cmd_*: $(grep '^ibv_cmd_' <<<"$imports" | tr '\n' ' ')"
 fi
 private=$(objdump -T "$prov" | grep -o 'IBVERBS_PRIVATE_[0-9]*' | sort -u)
-[ "$private" = "IBVERBS_PRIVATE_34" ] || bad "provider binds '$private', want IBVERBS_PRIVATE_34"
+[ "$private" = "IBVERBS_PRIVATE_34" ] || check_fail "provider binds '$private', want IBVERBS_PRIVATE_34"
 for s in _verbs_init_and_alloc_context verbs_set_ops verbs_uninit_context verbs_register_driver_34; do
-	objdump -T "$prov" | grep -Eq "\(IBVERBS_PRIVATE_34\) +$s\$" || bad "provider does not import $s@IBVERBS_PRIVATE_34"
+	objdump -T "$prov" | grep -Eq "\(IBVERBS_PRIVATE_34\) +$s\$" || check_fail "provider does not import $s@IBVERBS_PRIVATE_34"
 done
 exports=$(objdump -T "$prov" | awk '$4 != "*UND*" && $2 == "g" && $3 == "DF" { print $NF }' | sort -u | tr '\n' ' ')
-[ "$exports" = "swiw_shim_iface " ] || bad "provider exports '$exports', want only swiw_shim_iface"
+[ "$exports" = "swiw_shim_iface " ] || check_fail "provider exports '$exports', want only swiw_shim_iface"
 
 want="IBVERBS_1.0 ibv_create_comp_channel
 IBVERBS_1.0 ibv_destroy_comp_channel
@@ -80,21 +79,21 @@ RDMACM_1.3 rdma_set_local_ece"
 want=$(printf '%s\n%s\n' "$want" "$want_cm" | sort)
 got=$(objdump -T "$shim" | awk '$4 != "*UND*" && $2 == "g" && $3 == "DF" { print $(NF-1), $NF }' | sort)
 if [ "$got" != "$want" ]; then
-	bad "preload library exports differ:"
+	check_fail "preload library exports differ:"
 	diff <(echo "$want") <(echo "$got")
 fi
 # Every interposed symbol exists in the installed libibverbs under that version.
 while read -r ver sym; do
 	objdump -T /usr/lib/x86_64-linux-gnu/libibverbs.so.1 | grep -Eq " $ver +$sym\$" ||
-		bad "libibverbs has no $sym@@$ver to interpose"
+		check_fail "libibverbs has no $sym@@$ver to interpose"
 done <<<"$(grep IBVERBS <<<"$want")"
 while read -r ver sym; do
 	objdump -T /usr/lib/x86_64-linux-gnu/librdmacm.so.1 | grep -Eq " $ver +$sym\$" ||
-		bad "librdmacm has no $sym@@$ver to interpose"
+		check_fail "librdmacm has no $sym@@$ver to interpose"
 done <<<"$want_cm"
 if objdump -p "$shim" | grep NEEDED | grep -Eq 'libibverbs|librdmacm'; then
-	bad "the preload library links libibverbs or librdmacm"
+	check_fail "the preload library links libibverbs or librdmacm"
 fi
 
-[ $fail -eq 0 ] && echo "symbols: ok"
-exit $fail
+[ "$T_FAILED" -eq 0 ] || exit 1
+pass "symbols"

@@ -13,17 +13,15 @@
 . "$(dirname "$0")/guest_lib.sh"
 
 E2E=$(cd "$(dirname "$0")/../e2e" && pwd)
-: "${SWIW_BUILD:?SWIW_BUILD is not set (the swiw build directory)}"
-export SWIW_CONFIG=/dev/null SWIW_E2E_TCG=1
-unset SWIW_INTERFACES SWIW_LOG_LEVEL
+need_swiw
+export SWIW_E2E_TCG=1
 # A whole e2e script per lab_test: give it the time its ctest entry has.
-LAB_TIMEOUT=900
+T_LIMIT=900
 
 t_setup() {
 	lab_lo_up
 	if [ "${SWIW_ENGINE:-}" = kernel ]; then
-		lab_modprobe swiw
-		[ -c /dev/swiw ] || lab_fail "no /dev/swiw"
+		lab_swiw_load
 	fi
 }
 
@@ -37,21 +35,21 @@ t_engine() {
 }
 
 t_script() {
-	lab_run bash "$E2E/$1.sh"
+	bounded bash "$E2E/$1.sh"
 }
 
 t_unload() {
 	[ "${SWIW_ENGINE:-}" != kernel ] || lab_swiw_unload
 }
 
-lab_note "guest $(uname -r), $(nproc) CPUs, engine ${SWIW_ENGINE:-auto}"
+note "guest $(uname -r), $(nproc) CPUs, engine ${SWIW_ENGINE:-auto}"
 lab_test setup t_setup || lab_summary
 lab_test engine t_engine
 for s in "$@"; do
 	case "$s" in
 	*=*)
 		export "${s?}"
-		lab_note "$s"
+		note "$s"
 		;;
 	*) lab_test "e2e.$s" t_script "$s" ;;
 	esac

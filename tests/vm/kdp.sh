@@ -8,20 +8,19 @@
 . "$(dirname "$0")/guest_lib.sh"
 
 TEST=${SWIW_BUILD:?SWIW_BUILD is not set (the swiw build directory)}/bin/swiw_kdp_test
-[ -x "$TEST" ] || lab_fail "$TEST is missing: build swiw first"
+[ -x "$TEST" ] || fail "$TEST is missing: build swiw first"
 
 t_load() {
 	lab_lo_up
-	lab_modprobe swiw
-	[ -c /dev/swiw ] || lab_fail "no /dev/swiw"
+	lab_swiw_load
 }
 
 t_datapath() {
-	LAB_TIMEOUT=240 lab_run "$TEST" || lab_fail "swiw_kdp_test"
+	T_LIMIT=240 bounded "$TEST" || fail "swiw_kdp_test"
 }
 
 
-lab_note "guest $(uname -r), swiw.ko from the lab's module tree"
+note "guest $(uname -r), swiw.ko from the lab's module tree"
 lab_test kdp.load t_load
 lab_test kdp.datapath t_datapath
 lab_test kdp.unload lab_swiw_unload

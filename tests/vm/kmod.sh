@@ -8,39 +8,39 @@
 # logs no BUG, WARNING or Oops.
 . "$(dirname "$0")/guest_lib.sh"
 
+need_swiw
 TEST=${SWIW_BUILD:?SWIW_BUILD is not set (the swiw build directory)}/bin/swiw_kmod_test
-[ -x "$TEST" ] || lab_fail "$TEST is missing: build swiw first"
+[ -x "$TEST" ] || fail "$TEST is missing: build swiw first"
 
 t_load() {
 	lab_lo_up # the test's ATTACH checks use a loopback TCP pair
-	lab_modprobe swiw
-	[ -c /dev/swiw ] || lab_fail "no /dev/swiw"
-	[ "$(cat /sys/module/swiw/refcnt)" -eq 0 ] || lab_fail "refcnt not 0"
+	lab_swiw_load
+	[ "$(cat /sys/module/swiw/refcnt)" -eq 0 ] || fail "refcnt not 0"
 }
 
 t_root() {
-	LAB_TIMEOUT=240 lab_run "$TEST" || lab_fail "swiw_kmod_test as root"
+	T_LIMIT=240 bounded "$TEST" || fail "swiw_kmod_test as root"
 }
 
 t_nobody() {
-	LAB_TIMEOUT=240 lab_run setpriv --reuid=65534 --regid=65534 --clear-groups "$TEST" ||
-		lab_fail "swiw_kmod_test as nobody"
+	T_LIMIT=240 bounded setpriv --reuid=65534 --regid=65534 --clear-groups "$TEST" ||
+		fail "swiw_kmod_test as nobody"
 }
 
 # With the helper loaded, the provider still opens its device (whichever
 # engine it picks: that choice is the provider's to test).
 t_provider() {
-	local run=$SWIW_BUILD/bin/swiw-run out
+	local out
 
-	out=$(SWIW_CONFIG=/dev/null SWIW_LOG_LEVEL=info "$run" ibv_devinfo -v \
-		-d swiw_lo 2>&1) || lab_fail "ibv_devinfo: $out"
+	out=$(SWIW_LOG_LEVEL=info "$SWIW_RUN" ibv_devinfo -v \
+		-d swiw_lo 2>&1) || fail "ibv_devinfo: $out"
 	grep -Eq 'fw_ver:[[:space:]]+swiw [0-9.]+' <<<"$out" ||
-		lab_fail "no swiw fw_ver: $out"
-	lab_note "$(grep -m1 fw_ver <<<"$out" | tr -s '\t ' ' ')"
+		fail "no swiw fw_ver: $out"
+	note "$(grep -m1 fw_ver <<<"$out" | tr -s '\t ' ' ')"
 }
 
 
-lab_note "guest $(uname -r), swiw.ko from the lab's module tree"
+note "guest $(uname -r), swiw.ko from the lab's module tree"
 lab_test kmod.load t_load
 lab_test kmod.ioctl.root t_root
 lab_test kmod.ioctl.nobody t_nobody

@@ -23,15 +23,10 @@ set -uo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
-
-die() {
-	echo "vm: FAIL: $*" >&2
-	exit 125
-}
-
-say() {
-	echo "vm: $*" >&2
-}
+. "$REPO/tests/lib/swiw_test.sh"
+# A failure of the lab itself, not of the guest's command.
+T_NAME=vm
+T_FAIL_STATUS=125
 
 usage() {
 	sed -n '/^#   run.sh/,/^#$/p' "$0" | sed 's/^# \{0,1\}//' >&2
@@ -110,32 +105,19 @@ elif [ -n "${SWIW_BUILD:-}" ]; then
 else
 	CACHE=$REPO/build/vm
 fi
-mkdir -p "$CACHE" || die "cannot make the cache directory $CACHE"
+mkdir -p "$CACHE" || fail "cannot make the cache directory $CACHE"
 CACHE=$(cd "$CACHE" && pwd -P)
 
 # --- packages ------------------------------------------------------------
 # Everything comes from Debian's archive; only what is missing is installed.
-PACKAGES=(qemu-system-x86 busybox-static cpio kmod)
-missing=()
-for p in "${PACKAGES[@]}"; do
-	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
-		missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-	[ "$(id -u)" -eq 0 ] || die "run as root to install ${missing[*]} with apt-get"
-	say "installing ${missing[*]}"
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -qq >&2 || die "apt-get update failed"
-	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null ||
-		die "apt-get install ${missing[*]} failed"
-fi
+need_pkgs qemu-system-x86 busybox-static cpio kmod || fail "the lab's packages are missing"
 for c in qemu-system-x86_64 busybox cpio gzip depmod modinfo flock apt-get dpkg-deb; do
-	command -v "$c" >/dev/null || die "required command '$c' is missing"
+	command -v "$c" >/dev/null || fail "required command '$c' is missing"
 done
 
 # Setting up the cache is serialised: ctest may run several VM tests at once.
-exec 9>"$CACHE/.lock" || die "cannot open $CACHE/.lock"
-flock -w 900 9 || die "waited 900 s for the lock on $CACHE"
+exec 9>"$CACHE/.lock" || fail "cannot open $CACHE/.lock"
+flock -w 900 9 || fail "waited 900 s for the lock on $CACHE"
 
 # --- the kernel ----------------------------------------------------------
 # One ABI for the image and the headers modules are built with: the
@@ -167,14 +149,14 @@ pick_kver() {
 		img=$(dep_abi linux-image-amd64 linux-image)
 		hdr=$(dep_abi linux-headers-amd64 linux-headers)
 	fi
-	[ -n "$img" ] || die "apt-cache names no linux-image-6.1.0-*-amd64 (apt-get update?)"
+	[ -n "$img" ] || fail "apt-cache names no linux-image-6.1.0-*-amd64 (apt-get update?)"
 	[ "$img" = "$hdr" ] ||
-		die "linux-image-amd64 wants $img but linux-headers-amd64 wants '$hdr'"
-	[ -z "$h" ] || say "note: installed headers $h have no image in the archive; using $img"
+		fail "linux-image-amd64 wants $img but linux-headers-amd64 wants '$hdr'"
+	[ -z "$h" ] || note "installed headers $h have no image in the archive; using $img" >&2
 	echo "$img"
 }
 KVER=$(pick_kver) || exit 125
-[[ $KVER =~ ^[0-9][0-9a-z.+-]*$ ]] || die "bad kernel version '$KVER'"
+[[ $KVER =~ ^[0-9][0-9a-z.+-]*$ ]] || fail "bad kernel version '$KVER'"
 if [ "$PRINT_KVER" -eq 1 ]; then
 	echo "$KVER"
 	exit 0
@@ -182,24 +164,24 @@ fi
 
 KROOT=$CACHE/kernel-$KVER
 if [ ! -e "$KROOT/.complete" ]; then
-	say "downloading linux-image-$KVER into $KROOT (once)"
+	note "downloading linux-image-$KVER into $KROOT (once)" >&2
 	rm -rf "$KROOT" "$CACHE/dl"
-	mkdir -p "$CACHE/dl" || die "cannot make $CACHE/dl"
+	mkdir -p "$CACHE/dl" || fail "cannot make $CACHE/dl"
 	# apt's sandbox user _apt may not reach the cache: download as root.
 	dl=(apt-get -q -o APT::Sandbox::User=root download "linux-image-$KVER")
 	# Stale package lists name a file the archive no longer has: refresh
 	# them once.
 	(cd "$CACHE/dl" && "${dl[@]}" >/dev/null) || {
-		say "apt-get download failed; apt-get update and once more"
+		note "apt-get download failed; apt-get update and once more" >&2
 		apt-get update -qq >&2
 		(cd "$CACHE/dl" && "${dl[@]}" >/dev/null)
-	} || die "apt-get download linux-image-$KVER failed (network? apt-get update?)"
+	} || fail "apt-get download linux-image-$KVER failed (network? apt-get update?)"
 	deb=$(ls "$CACHE"/dl/linux-image-"$KVER"_*.deb 2>/dev/null | head -1)
-	[ -n "$deb" ] || die "apt-get download left no .deb in $CACHE/dl"
-	dpkg-deb -x "$deb" "$KROOT" || die "dpkg-deb -x $deb failed"
+	[ -n "$deb" ] || fail "apt-get download left no .deb in $CACHE/dl"
+	dpkg-deb -x "$deb" "$KROOT" || fail "dpkg-deb -x $deb failed"
 	rm -rf "$CACHE/dl"
 	[ -r "$KROOT/boot/vmlinuz-$KVER" ] && [ -d "$KROOT/lib/modules/$KVER/kernel" ] ||
-		die "$deb holds no boot/vmlinuz-$KVER or lib/modules/$KVER"
+		fail "$deb holds no boot/vmlinuz-$KVER or lib/modules/$KVER"
 	touch "$KROOT/.complete"
 fi
 VMLINUZ=$KROOT/boot/vmlinuz-$KVER
@@ -229,18 +211,18 @@ make_modroot() {
 
 BASE=$CACHE/modroot-$KVER
 if [ ! -e "$BASE/lib/modules/$KVER/modules.dep" ]; then
-	make_modroot "$BASE" || die "cannot build the module tree $BASE"
+	make_modroot "$BASE" || fail "cannot build the module tree $BASE"
 fi
 MODROOT=$BASE
 if [ ${#MODULES[@]} -gt 0 ]; then
 	names=()
 	for m in "${MODULES[@]}"; do
-		[ -f "$m" ] && [ "${m%.ko}" != "$m" ] || die "--module $m: not a .ko file"
-		vm=$(modinfo -F vermagic "$m" 2>/dev/null) || die "--module $m: modinfo cannot read it"
+		[ -f "$m" ] && [ "${m%.ko}" != "$m" ] || fail "--module $m: not a .ko file"
+		vm=$(modinfo -F vermagic "$m" 2>/dev/null) || fail "--module $m: modinfo cannot read it"
 		[ "${vm%% *}" = "$KVER" ] ||
-			die "--module $m: built for '${vm%% *}', the guest runs $KVER"
+			fail "--module $m: built for '${vm%% *}', the guest runs $KVER"
 		n=$(basename "$m")
-		[[ " ${names[*]-} " != *" $n "* ]] || die "--module $n given twice"
+		[[ " ${names[*]-} " != *" $n "* ]] || fail "--module $n given twice"
 		names+=("$n")
 	done
 	# Keyed by content: rebuilding a module gives a fresh tree, the same
@@ -251,7 +233,7 @@ if [ ${#MODULES[@]} -gt 0 ]; then
 	) | sha256sum | cut -c1-16)
 	MODROOT=$CACHE/modroot-$KVER-$key
 	if [ ! -e "$MODROOT/lib/modules/$KVER/modules.dep" ]; then
-		make_modroot "$MODROOT" "${MODULES[@]}" || die "cannot build $MODROOT"
+		make_modroot "$MODROOT" "${MODULES[@]}" || fail "cannot build $MODROOT"
 	fi
 	touch "$MODROOT"
 	ls -dt "$CACHE/modroot-$KVER"-* 2>/dev/null | tail -n +5 | xargs -r rm -rf
@@ -259,8 +241,8 @@ fi
 
 # The bind mount needs its target on the (read-only) shared root.
 if [ ! -d "/lib/modules/$KVER" ]; then
-	[ "$(id -u)" -eq 0 ] || die "/lib/modules/$KVER must exist (an empty directory will do)"
-	mkdir -p "/lib/modules/$KVER" || die "cannot make /lib/modules/$KVER"
+	[ "$(id -u)" -eq 0 ] || fail "/lib/modules/$KVER must exist (an empty directory will do)"
+	mkdir -p "/lib/modules/$KVER" || fail "cannot make /lib/modules/$KVER"
 fi
 
 # --- the initramfs -------------------------------------------------------
@@ -274,7 +256,7 @@ add_mod() {
 	line=$(grep -E "(^|/)$name\.ko(\.[a-z]+)?:" "$DEP" | head -1)
 	if [ -z "$line" ]; then
 		grep -qE "/$name\.ko$" "$BASE/lib/modules/$KVER/modules.builtin" && return 0
-		die "module $name is neither in modules.dep nor built in"
+		fail "module $name is neither in modules.dep nor built in"
 	fi
 	path=${line%%:*}
 	read -r -a deps <<<"${line#*:}"
@@ -296,19 +278,19 @@ INITRD=$CACHE/initrd-$KVER-$stamp.cpio.gz
 if [ ! -e "$INITRD" ]; then
 	st=$CACHE/initrd.new
 	rm -rf "$st"
-	mkdir -p "$st"/{bin,dev,proc,sys,newroot,keep,mods} || die "cannot make $st"
-	cp /bin/busybox "$st/bin/busybox" || die "cannot copy busybox"
-	cp "$HERE/init.sh" "$st/init" && chmod 0755 "$st/init" || die "cannot copy init.sh"
+	mkdir -p "$st"/{bin,dev,proc,sys,newroot,keep,mods} || fail "cannot make $st"
+	cp /bin/busybox "$st/bin/busybox" || fail "cannot copy busybox"
+	cp "$HERE/init.sh" "$st/init" && chmod 0755 "$st/init" || fail "cannot copy init.sh"
 	for p in "${order[@]}"; do
 		case $p in
 		*.ko) cp "$BASE/lib/modules/$KVER/$p" "$st/mods/" ;;
-		*) die "$p is compressed; busybox insmod needs plain .ko files" ;;
-		esac || die "cannot copy $p"
+		*) fail "$p is compressed; busybox insmod needs plain .ko files" ;;
+		esac || fail "cannot copy $p"
 		basename "$p" >>"$st/mods/order"
 	done
 	echo "$KVER" >"$st/kver"
 	(cd "$st" && find . | cpio -o -H newc --quiet | gzip -1) >"$INITRD.tmp" &&
-		mv "$INITRD.tmp" "$INITRD" || die "cannot build $INITRD"
+		mv "$INITRD.tmp" "$INITRD" || fail "cannot build $INITRD"
 	rm -rf "$st"
 	for f in "$CACHE"/initrd-"$KVER"-*.cpio.gz; do
 		[ "$f" = "$INITRD" ] || rm -f "$f"
@@ -317,9 +299,9 @@ fi
 flock -u 9
 
 # --- the run -------------------------------------------------------------
-RUN=$(mktemp -d "$CACHE/run.XXXXXX") || die "cannot make a run directory"
+RUN=$(mktemp -d "$CACHE/run.XXXXXX") || fail "cannot make a run directory"
 OUT=$RUN/out
-mkdir "$OUT" && chmod 0777 "$OUT" || die "cannot make $OUT"
+mkdir "$OUT" && chmod 0777 "$OUT" || fail "cannot make $OUT"
 QPID=''
 TPID=''
 CPID=''
@@ -331,8 +313,7 @@ cleanup() {
 	done
 	rm -rf "$RUN"
 }
-trap cleanup EXIT
-trap 'exit 130' INT TERM HUP
+on_exit cleanup
 
 # The guest hides /tmp, /run, /var/tmp and /dev/shm under tmpfs; any path
 # the command needs from there is bind-mounted back (labkeep=).
@@ -352,7 +333,7 @@ for p in "$REPO" "$CACHE" "$PWD" "${SWIW_BUILD:-}"; do
 done
 for p in "$REPO" "$CACHE" "$PWD" "$MODROOT" "${KEEP[@]}"; do
 	[[ $p =~ ^[A-Za-z0-9_./+@:-]*$ ]] ||
-		die "path '$p' has characters the kernel command line cannot carry"
+		fail "path '$p' has characters the kernel command line cannot carry"
 done
 
 # The guest command: run from the same directory with the given
@@ -391,7 +372,7 @@ QEMU=(qemu-system-x86_64 -accel tcg -cpu max -m "$MEM" -smp "$SMP" -nographic
 
 start=$SECONDS
 if [ "$INTERACTIVE" -eq 1 ]; then
-	say "interactive guest ($KVER); power off with 'exit' (or Ctrl-A x)"
+	note "interactive guest ($KVER); power off with 'exit' (or Ctrl-A x)" >&2
 	if [ -n "$TIMEOUT" ]; then
 		timeout -k 10 "$TIMEOUT" "${QEMU[@]}"
 	else
@@ -420,7 +401,7 @@ else
 fi
 took=$((SECONDS - start))
 if [ -n "$KEEP_DIR" ] && [ -d "$OUT/keep" ]; then
-	cp -r "$OUT/keep/." "$KEEP_DIR/" || die "cannot copy the guest's files to $KEEP_DIR"
+	cp -r "$OUT/keep/." "$KEEP_DIR/" || fail "cannot copy the guest's files to $KEEP_DIR"
 fi
 
 console_tail() {
@@ -431,15 +412,14 @@ console_tail() {
 }
 if [ "$qrc" -eq 124 ] || [ "$qrc" -eq 137 ]; then
 	console_tail
-	echo "vm: FAIL: the guest did not finish within ${TIMEOUT}s; QEMU was killed" >&2
-	exit 124
+	T_FAIL_STATUS=124 fail "the guest did not finish within ${TIMEOUT}s; QEMU was killed"
 fi
 if [ ! -s "$OUT/rc" ]; then
 	console_tail
-	die "the guest reported no exit status (QEMU exit $qrc after ${took}s)"
+	fail "the guest reported no exit status (QEMU exit $qrc after ${took}s)"
 fi
 rc=$(cat "$OUT/rc")
-[[ $rc =~ ^[0-9]+$ ]] || die "the guest wrote a bad exit status '$rc'"
+[[ $rc =~ ^[0-9]+$ ]] || fail "the guest wrote a bad exit status '$rc'"
 [ "$rc" -eq 0 ] || console_tail
-say "guest $KVER: exit status $rc after ${took}s"
+note "guest $KVER: exit status $rc after ${took}s" >&2
 exit "$rc"

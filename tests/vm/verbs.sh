@@ -9,20 +9,18 @@
 # must unload clean afterwards.
 . "$(dirname "$0")/guest_lib.sh"
 
-: "${SWIW_BUILD:?SWIW_BUILD is not set (the swiw build directory)}"
-export SWIW_CONFIG=/dev/null SWIW_ENGINE=kernel
-unset SWIW_INTERFACES SWIW_LOG_LEVEL SWIW_PROGRESS
-RUN=$SWIW_BUILD/bin/swiw-run
+need_swiw
+export SWIW_ENGINE=kernel
+unset SWIW_PROGRESS
 BIN=$SWIW_BUILD/bin
 # TCG is slow: a suite gets what its host timeout is, several times over.
-LAB_TIMEOUT=600
+T_LIMIT=600
 
 t_setup() {
 	lab_lo_up
-	lab_modprobe swiw
-	[ -c /dev/swiw ] || lab_fail "no /dev/swiw"
+	lab_swiw_load
 	for t in test_data test_ex test_robust test_rogue test_procs; do
-		[ -x "$BIN/$t" ] || lab_fail "$BIN/$t is missing: build swiw first"
+		[ -x "$BIN/$t" ] || fail "$BIN/$t is missing: build swiw first"
 	done
 }
 
@@ -30,25 +28,25 @@ t_setup() {
 t_suite() {
 	local out rc
 
-	out=$(lab_run env "$@" 2>&1)
+	out=$(bounded env "$@" 2>&1)
 	rc=$?
 	echo "$out"
-	[ "$rc" -eq 0 ] || lab_fail "$* exited $rc"
-	! grep -q '^\[  SKIPPED \]' <<<"$out" || lab_fail "$*: tests were skipped"
+	[ "$rc" -eq 0 ] || fail "$* exited $rc"
+	! grep -q '^\[  SKIPPED \]' <<<"$out" || fail "$*: tests were skipped"
 	grep -Eq '^\[  PASSED  \] [1-9][0-9]* test' <<<"$out" ||
-		lab_fail "$*: no test passed"
+		fail "$*: no test passed"
 }
 
-lab_note "guest $(uname -r), $(nproc) CPUs, engine kernel"
+note "guest $(uname -r), $(nproc) CPUs, engine kernel"
 lab_test setup t_setup || lab_summary || exit 1
 lab_test engine lab_swiw_engine "kernel helper"
-lab_test verbs.data t_suite "$RUN" "$BIN/test_data"
-lab_test verbs.data_thread t_suite SWIW_PROGRESS=thread "$RUN" "$BIN/test_data"
-lab_test verbs.ex t_suite "$RUN" "$BIN/test_ex"
-lab_test verbs.robust t_suite "$RUN" "$BIN/test_robust"
-lab_test verbs.rogue t_suite "$RUN" "$BIN/test_rogue"
+lab_test verbs.data t_suite "$SWIW_RUN" "$BIN/test_data"
+lab_test verbs.data_thread t_suite SWIW_PROGRESS=thread "$SWIW_RUN" "$BIN/test_data"
+lab_test verbs.ex t_suite "$SWIW_RUN" "$BIN/test_ex"
+lab_test verbs.robust t_suite "$SWIW_RUN" "$BIN/test_robust"
+lab_test verbs.rogue t_suite "$SWIW_RUN" "$BIN/test_rogue"
 for t in write_read_paused peer_sigkill peer_sigkill_sender hundred_qps; do
-	lab_test "verbs.procs.$t" t_suite "$RUN" "$BIN/test_procs" "test_$t"
+	lab_test "verbs.procs.$t" t_suite "$SWIW_RUN" "$BIN/test_procs" "test_$t"
 done
 lab_test unload lab_swiw_unload
 lab_test dmesg lab_dmesg_clean

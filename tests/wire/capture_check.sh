@@ -17,15 +17,12 @@
 # flags alone, and the caller keeps FPDUs one per segment when markers
 # are on (small ping-pong messages, segmentation offloads off).
 # Prints one summary line; exits 1 on any failure.
-set -u
+here=$(dirname "$0")
+. "$here/../lib/swiw_test.sh"
 cap=$1 crc=$2
 shift 2
 maddr=" $* "
-here=$(dirname "$0")
-command -v tshark >/dev/null || { echo "FAIL: tshark is not installed"; exit 1; }
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/swiw-capcheck.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-fail=0
+need_cmd tshark python3
 wants() { [[ "$maddr" == *" $1 "* ]]; }
 
 ts=(tshark -n -r "$cap" --disable-heuristic rpcrdma_iwarp
@@ -34,9 +31,9 @@ ts=(tshark -n -r "$cap" --disable-heuristic rpcrdma_iwarp
 # The handshakes: stream, request (1) or reply (empty), C, M, source.
 "${ts[@]}" -Y 'iwarp_mpa.req || iwarp_mpa.rep' -T fields -E separator=';' \
 	-e tcp.stream -e iwarp_mpa.req -e iwarp_mpa.crc_flag -e iwarp_mpa.marker_flag \
-	-e ip.src >"$tmp/rr" 2>/dev/null
-nrr=$(wc -l <"$tmp/rr")
-[ "$nrr" -ge 2 ] || { echo "FAIL: $nrr MPA Request/Reply frames decoded"; fail=1; }
+	-e ip.src >"$T_TMP/rr" 2>/dev/null
+nrr=$(wc -l <"$T_TMP/rr")
+[ "$nrr" -ge 2 ] || check_fail "$nrr MPA Request/Reply frames decoded"
 declare -A mstreams=() oneway=()
 while IFS=';' read -r stream req c m src; do
 	what=Reply
@@ -45,14 +42,11 @@ while IFS=';' read -r stream req c m src; do
 	case "$m" in True | 1) m=1 ;; *) m=0 ;; esac
 	want=0
 	wants "$src" && want=1
-	if [ "$m" != "$want" ]; then
-		echo "FAIL: stream $stream $what from $src: M=$m, expected $want"
-		fail=1
-	fi
+	[ "$m" = "$want" ] || check_fail "stream $stream $what from $src: M=$m, expected $want"
 	[ "$crc" = yes ] || [ "$c" = 0 ] ||
-		{ echo "FAIL: stream $stream $what from $src: C set, CRC expected off"; fail=1; }
+		check_fail "stream $stream $what from $src: C set, CRC expected off"
 	mstreams[$stream]=$((${mstreams[$stream]:-0} + m))
-done <"$tmp/rr"
+done <"$T_TMP/rr"
 judge=()
 for s in "${!mstreams[@]}"; do
 	if [ "${mstreams[$s]}" -eq 1 ]; then
@@ -63,7 +57,8 @@ for s in "${!mstreams[@]}"; do
 done
 if [ "${#judge[@]}" -eq 0 ]; then
 	echo "capture: $nrr MPA frames; markers one way only on every stream: flags judged, FPDUs not (see capture_check.sh)"
-	exit $fail
+	[ "$T_FAILED" -eq 0 ]
+	exit
 fi
 filter=$(printf ' || %s' "${judge[@]}")
 filter=${filter# || }
@@ -78,30 +73,29 @@ DDP_GAP_SIDES=$("${ts[@]}" -Y "($filter) && (tcp.analysis.retransmission || tcp.
 export DDP_GAP_SIDES
 filter="($filter) && !tcp.analysis.retransmission && !tcp.analysis.out_of_order"
 
-"${ts[@]}" -Y "$filter" -V >"$tmp/decode" 2>"$tmp/err" || { cat "$tmp/err"; echo "FAIL: tshark"; exit 1; }
-bad=$(grep -c 'Bad CRC32' "$tmp/decode")
-good=$(grep -c 'Good CRC32' "$tmp/decode")
+"${ts[@]}" -Y "$filter" -V >"$T_TMP/decode" 2>"$T_TMP/err" || { cat "$T_TMP/err"; fail "tshark"; }
+bad=$(grep -c 'Bad CRC32' "$T_TMP/decode")
+good=$(grep -c 'Good CRC32' "$T_TMP/decode")
 # Dissector exceptions, and FPDUs whose length does not fit their segment.
 mal=$("${ts[@]}" -Y "($filter) && (_ws.malformed || iwarp_mpa.bad_length)" 2>/dev/null | wc -l)
-[ "$bad" -eq 0 ] || { echo "FAIL: $bad bad CRCs"; fail=1; }
+[ "$bad" -eq 0 ] || check_fail "$bad bad CRCs"
 [ "$mal" -eq 0 ] || {
 	"${ts[@]}" -Y "($filter) && (_ws.malformed || iwarp_mpa.bad_length)" 2>/dev/null | head
-	echo "FAIL: $mal malformed"
-	fail=1
+	check_fail "$mal malformed"
 }
 if [ "$crc" = yes ]; then
-	[ "$good" -gt 0 ] || { echo "FAIL: CRC on, but no FPDU has a good CRC"; fail=1; }
+	[ "$good" -gt 0 ] || check_fail "CRC on, but no FPDU has a good CRC"
 fi
 
 # With markers on a stream, FPDUs towards each side carry some.
 "${ts[@]}" -Y "($filter) && iwarp_mpa.fpdu" -T fields -E separator=';' -E occurrence=f \
-	-e tcp.stream -e ip.dst -e iwarp_mpa.marker_fpduptr >"$tmp/fpdus" 2>/dev/null
+	-e tcp.stream -e ip.dst -e iwarp_mpa.marker_fpduptr >"$T_TMP/fpdus" 2>/dev/null
 marked=0
 for s in "${!mstreams[@]}"; do
 	[ -z "${oneway[$s]:-}" ] && [ "${mstreams[$s]}" -eq 2 ] || continue
-	for dst in $(awk -F';' -v s="$s" '$1 == s { print $2 }' "$tmp/fpdus" | sort -u); do
-		n=$(awk -F';' -v s="$s" -v d="$dst" '$1 == s && $2 == d && $3 != ""' "$tmp/fpdus" | wc -l)
-		[ "$n" -gt 0 ] || { echo "FAIL: stream $s: no marker decoded towards $dst"; fail=1; }
+	for dst in $(awk -F';' -v s="$s" '$1 == s { print $2 }' "$T_TMP/fpdus" | sort -u); do
+		n=$(awk -F';' -v s="$s" -v d="$dst" '$1 == s && $2 == d && $3 != ""' "$T_TMP/fpdus" | wc -l)
+		[ "$n" -gt 0 ] || check_fail "stream $s: no marker decoded towards $dst"
 		marked=$((marked + n))
 	done
 done
@@ -109,8 +103,8 @@ done
 "${ts[@]}" -Y "($filter) && iwarp_ddp" -T fields -E separator=";" -E occurrence=a -E aggregator=, \
 	-e tcp.stream -e tcp.srcport -e iwarp_mpa.ulpdulength -e iwarp_ddp.tagged_flag \
 	-e iwarp_ddp.last_flag -e iwarp_rdma.opcode -e iwarp_ddp.qn -e iwarp_ddp.msn \
-	-e iwarp_ddp.mo -e iwarp_ddp.stag -e iwarp_ddp.tagged_offset >"$tmp/fields" 2>/dev/null
-python3 "$here/ddp_sequence.py" "$tmp/fields" || fail=1
+	-e iwarp_ddp.mo -e iwarp_ddp.stag -e iwarp_ddp.tagged_offset >"$T_TMP/fields" 2>/dev/null
+python3 "$here/ddp_sequence.py" "$T_TMP/fields" || check_fail "DDP sequences (above)"
 
 echo "capture: $nrr MPA frames, $good Good CRC32, $bad Bad CRC32, $mal malformed, $marked FPDUs with markers, $retx retransmitted or reordered segments left out (crc $crc, markers asked by:${maddr% })"
-exit $fail
+[ "$T_FAILED" -eq 0 ]

@@ -1,0 +1,97 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# The tests' pcap tool (python3 only: tshark starts slowly, which under
+# QEMU TCG takes many seconds a call).
+#
+# pcap_ports.py has FILE PORT
+#     exits 0 when the pcap FILE (being written: a cut-short last record
+#     is fine) holds an IPv4 TCP packet from or to PORT. The captures of
+#     e2e.capture and the interop matrix's guest poll with it.
+# pcap_ports.py split FILE DIR NAME=PORT[,PORT...]...
+#     writes DIR/NAME.pcap for each NAME: the packets of FILE from or to
+#     one of its ports (each run of the matrix has its own), in one pass.
+#     Prints "NAME PACKETS" per file.
+#
+# FILE is classic pcap (dumpcap -P), Ethernet or Linux cooked ("-i any").
+# As a module, records() reads one (tests/fuzz/gen_stream_seeds.py).
+import struct
+import sys
+
+LINK_ETH, LINK_SLL = 1, 113
+
+
+def records(data):
+    """Yields (record bytes, TCP segment or None) for each whole record,
+    a TCP segment of IPv4 as (source port, destination port, payload);
+    raises ValueError if data is no pcap of a known link type."""
+    if len(data) < 24:
+        raise ValueError("no pcap header")
+    magic = struct.unpack("<I", data[:4])[0]
+    end = "<" if magic in (0xA1B2C3D4, 0xA1B23C4D) else ">"
+    link = struct.unpack(end + "I", data[20:24])[0]
+    if link == LINK_ETH:
+        l2, proto = 14, slice(12, 14)
+    elif link == LINK_SLL:
+        l2, proto = 16, slice(14, 16)
+    else:
+        raise ValueError("link type %d" % link)
+    off = 24
+    while off + 16 <= len(data):
+        incl = struct.unpack(end + "I", data[off + 8:off + 12])[0]
+        rec = data[off:off + 16 + incl]
+        pkt = rec[16:]
+        off += 16 + incl
+        if len(pkt) < incl:
+            break  # being written
+        tcp = None
+        if len(pkt) >= l2 + 24 and pkt[proto] == b"\x08\x00":
+            ihl = (pkt[l2] & 0x0F) * 4
+            seg = pkt[l2 + ihl:]
+            if pkt[l2 + 9] == 6 and len(seg) >= 4:
+                sport, dport = struct.unpack(">HH", seg[:4])
+                doff = (seg[12] >> 4) * 4 if len(seg) >= 13 else len(seg)
+                tcp = (sport, dport, seg[doff:])
+        yield rec, tcp
+
+
+def has(path, port):
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+        return any(tcp and port in tcp[:2] for _, tcp in records(data))
+    except (OSError, ValueError):
+        return False
+
+
+def split(path, outdir, specs):
+    with open(path, "rb") as f:
+        data = f.read()
+    want = {}
+    for arg in specs:
+        name, _, plist = arg.partition("=")
+        want[name] = {int(p) for p in plist.split(",") if p}
+    out = {name: [data[:24]] for name in want}
+    for rec, tcp in records(data):
+        if not tcp:
+            continue
+        for name, pset in want.items():
+            if tcp[0] in pset or tcp[1] in pset:
+                out[name].append(rec)
+    for name in want:
+        with open("%s/%s.pcap" % (outdir, name), "wb") as f:
+            f.write(b"".join(out[name]))
+        print(name, len(out[name]) - 1)
+
+
+def main():
+    if len(sys.argv) == 4 and sys.argv[1] == "has":
+        return 0 if has(sys.argv[2], int(sys.argv[3])) else 1
+    if len(sys.argv) >= 4 and sys.argv[1] == "split":
+        split(sys.argv[2], sys.argv[3], sys.argv[4:])
+        return 0
+    sys.stderr.write("usage: pcap_ports.py has FILE PORT | split FILE DIR NAME=PORTS...\n")
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
