@@ -530,7 +530,6 @@ static u32 direct_map(struct swiw_lower *l, const struct swiw_fpdu_rx_step *st,
 	return *len >= SWIW_LOWER_DIRECT_MIN ? n : 0;
 }
 
-
 int swiw_lower_rx_pull(struct swiw_lower *l, u32 reads)
 {
 	struct swiw_iov *iov = l->rx_iov;
