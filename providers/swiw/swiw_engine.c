@@ -59,9 +59,6 @@
 #include "swiw_stream.h"
 
 #define SWIW_ENG_SPIN_NS 50000
-/* What post_send transmits itself, at most, before it leaves the rest to
- * the engine: a verb must not take as long as the data it posted. */
-#define SWIW_ENG_DIRECT_TX (256 * 1024)
 /* A program that called poll_cq this recently is polling its CQ in a
  * loop: the thread naps for SWIW_ENG_NAP_NS rather than compete. */
 #define SWIW_ENG_POLLING_NS 10000
@@ -151,7 +148,7 @@ void swiw_engine_sq_posted(struct swiw_qp *qp)
 {
 	if (eng_poll_mode && eng_trylock()) {
 		if (qp->stream)
-			swiw_stream_pump(qp->stream, SWIW_ENG_DIRECT_TX);
+			swiw_stream_pump(qp->stream);
 		swiw_eng_unlock();
 		/* The pump left the SQ empty (armed) or will come back to
 		 * it (socket full: EPOLLOUT); only a WR that slipped in

@@ -229,13 +229,7 @@ static int local_inv(struct swiw_stream *s, uint32_t stag)
 	int err;
 
 	err = swiw_mem_lookup(stag, s->qp->vqp.qp.pd, 0, 0, 0, &ref);
-	if (!err) {
-		s->infl[s->slot & s->infl_mask].inv_stag = stag;
-		s->kind = TX_SQE;
-		s->msg_cut = false;
-		return 0;
-	}
-	{
+	if (err) {
 		swiw_info("QP %u: LOCAL_INV of STag 0x%x failed (%s)",
 			  swiw_stream_qpn(s), stag,
 			  err == SWIW_MEM_NOT_ASSOC ? "another PD's" :
@@ -244,6 +238,10 @@ static int local_inv(struct swiw_stream *s, uint32_t stag)
 				 IBV_EVENT_QP_FATAL);
 		return -1;
 	}
+	s->infl[s->slot & s->infl_mask].inv_stag = stag;
+	s->kind = TX_SQE;
+	s->msg_cut = false;
+	return 0;
 }
 
 /* Takes the next SQE and starts its message. 1: started, 0: nothing to
@@ -402,9 +400,10 @@ static void txd_bounce(struct swiw_stream *s, struct swiw_txd *t)
 }
 
 /*
- * The current message into the transmit ring, one txd per DDP segment (cut shorter where SWIW_TXD_SGE pieces end). 1: all of
- * it is in the ring, 0: the ring is full (a SENT event or the helper
- * clearing slots brings us back), or a negative errno.
+ * The current message into the transmit ring, one txd per DDP segment
+ * (cut shorter where SWIW_TXD_SGE pieces end). 1: all of it is in the
+ * ring, 0: the ring is full (a SENT event or the lower half clearing
+ * slots brings us back), or a negative errno.
  */
 static int txd_build(struct swiw_stream *s)
 {
@@ -497,16 +496,14 @@ static void msg_done(struct swiw_stream *s)
 }
 
 /*
- * Publishes what can go now as txds and rings the lower half; true if
- * anything moved. @budget is not used: the lower half sends what the
- * transport takes.
+ * Publishes what can go now as txds and rings the lower half, which
+ * sends what the transport takes; true if anything moved.
  */
-bool swiw_tx_pump(struct swiw_stream *s, uint64_t budget)
+bool swiw_tx_pump(struct swiw_stream *s)
 {
 	bool moved = false;
 	int rc;
 
-	(void)budget;
 	swiw_eng_assert_held();
 	while (s->attached && !s->failed &&
 	       (s->tx_ready || s->kind == TX_RTR)) {

@@ -19,20 +19,16 @@ int swiw_rq_init(struct swiw_rq *rq, uint32_t num, uint32_t max_sge)
 			       .flags16 = true };
 
 	const struct swiw_backend *be = swiw_backend();
+	int err;
 
-	if (be) {
-		/* The lower half takes receive WRs from this ring itself. */
-		int err = be->queue_alloc(SWIW_QUEUE_RQ, num, stride, &rq->bq);
-
-		if (err)
-			return err;
-		rq->mem = rq->bq.mem;
-		rq->mem_len = rq->bq.len;
-	} else {
-		rq->mem = swiw_ring_alloc(num, stride, 0, &rq->mem_len);
-		if (!rq->mem)
-			return ENOMEM;
-	}
+	/* Every engine's lower half takes receive WRs from this ring. */
+	if (!be)
+		return ENODEV;
+	err = be->queue_alloc(SWIW_QUEUE_RQ, num, stride, &rq->bq);
+	if (err)
+		return err;
+	rq->mem = rq->bq.mem;
+	rq->mem_len = rq->bq.len;
 	r.base = rq->mem;
 	rq->ring = r;
 	rq->eng = r;
@@ -45,10 +41,7 @@ void swiw_rq_destroy(struct swiw_rq *rq)
 {
 	if (!rq->mem)
 		return;
-	if (rq->bq.mem)
-		swiw_backend()->queue_free(&rq->bq);
-	else
-		swiw_ring_free(rq->mem, rq->mem_len);
+	swiw_backend()->queue_free(&rq->bq);
 	pthread_spin_destroy(&rq->lock);
 	rq->mem = NULL;
 }

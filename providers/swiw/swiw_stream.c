@@ -338,6 +338,19 @@ int swiw_streams_timers(void)
 
 /* MPA ------------------------------------------------------------------- */
 
+/*
+ * FPDU framing of our own, for a TERMINATE while no lower half has the
+ * socket: the terms MPA set, from the stream's first octet.
+ */
+static void ftx_setup(struct swiw_stream *s)
+{
+	const struct swiw_mpa_outcome *o = swiw_mpa_outcome(&s->mpa);
+
+	s->ftx.pos = 0;
+	s->ftx.markers = o->markers_tx;
+	s->ftx.crc = o->crc;
+}
+
 static int fpdu_setup(struct swiw_stream *s)
 {
 	const struct swiw_mpa_outcome *o = swiw_mpa_outcome(&s->mpa);
@@ -366,6 +379,7 @@ static int fpdu_setup(struct swiw_stream *s)
 		return -EINVAL;
 	s->fpdu_setup = true;
 	if (err) {
+		ftx_setup(s);
 		/*
 		 * The peer's FIN came before the kernel helper took the
 		 * socket (it takes established ones only): a peer close,
@@ -387,9 +401,7 @@ static void mpa_fail(struct swiw_stream *s)
 	 * with the terms the Reply set, as siw does in the same place.
 	 */
 	if (o->send_term && !s->fpdu_setup) {
-		s->ftx.pos = 0;
-		s->ftx.markers = o->markers_tx;
-		s->ftx.crc = o->crc;
+		ftx_setup(s);
 		s->mpa_phase = false;
 		s->fpdu_setup = true;
 	}
@@ -595,17 +607,17 @@ static void overflow_check(struct swiw_stream *s)
 				 IBV_EVENT_QP_FATAL);
 }
 
-bool swiw_stream_pump(struct swiw_stream *s, uint64_t budget)
+bool swiw_stream_pump(struct swiw_stream *s)
 {
 	bool moved;
 
 	if (s->failed || s->dead)
 		return false;
-	moved = swiw_tx_pump(s, budget);
+	moved = swiw_tx_pump(s);
 	/* A doorbell may have had the ring engine post events. */
 	if (s->attached && swiw_helper_drain(s) && !s->failed) {
 		moved = true;
-		swiw_tx_pump(s, budget);
+		swiw_tx_pump(s);
 	}
 	overflow_check(s);
 	return moved;
@@ -618,7 +630,7 @@ bool swiw_streams_pump_all(void)
 
 	swiw_eng_assert_held();
 	for (s = streams; s; s = s->next)
-		if (swiw_stream_pump(s, UINT64_MAX))
+		if (swiw_stream_pump(s))
 			moved = true;
 	return moved;
 }
@@ -638,7 +650,7 @@ void swiw_stream_event(struct swiw_stream *s, uint32_t events)
 	    !s->eof_due_ns && s->mpa_phase)
 		mpa_rx(s);
 	if (!s->failed)
-		swiw_tx_pump(s, UINT64_MAX);
+		swiw_tx_pump(s);
 	overflow_check(s);
 }
 

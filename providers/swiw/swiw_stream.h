@@ -179,7 +179,7 @@ void swiw_eng_watch_helper(int fd);
 
 /* swiw_stream.c: lifecycle, MPA, errors */
 void swiw_stream_event(struct swiw_stream *s, uint32_t events);
-bool swiw_stream_pump(struct swiw_stream *s, uint64_t budget);
+bool swiw_stream_pump(struct swiw_stream *s);
 bool swiw_streams_pump_all(void);
 void swiw_streams_reap(void);
 int swiw_streams_timers(void);
@@ -208,10 +208,10 @@ void swiw_stream_violation(struct swiw_stream *s, enum swiw_violation v,
 			   const void *seg, uint32_t seg_len);
 
 /*
- * swiw_qp_tx.c: sends what can go now, stopping (and ringing the engine)
- * once @budget octets went; true if anything moved.
+ * swiw_qp_tx.c: publishes what can go now as txds and rings the lower
+ * half; true if anything moved.
  */
-bool swiw_tx_pump(struct swiw_stream *s, uint64_t budget);
+bool swiw_tx_pump(struct swiw_stream *s);
 int swiw_tx_msg_start(struct swiw_stream *s, const struct swiw_rdmap_msg *m);
 
 /* swiw_qp_rx.c: completions of what the peer sent */

@@ -29,8 +29,8 @@ int swiw_helper_init(struct swiw_stream *s)
 	struct swiw_qp *qp = s->qp;
 	int err;
 
-	if (!be || !be->attach)
-		return 0; /* the in-process engine runs the stream */
+	if (!be)
+		return ENODEV; /* no engine: devices do not open */
 	err = be->queue_alloc(SWIW_QUEUE_TX, HS_TX_NUM,
 			      STRIDE16(struct swiw_txd), &s->txq);
 	if (err)
@@ -368,7 +368,7 @@ void swiw_helper_event(struct swiw_stream *s, uint32_t events)
 		ring_interest(s, swiw_ring_stream_io(s->hs_id, events));
 	swiw_helper_drain(s);
 	if (!s->failed && !s->dead)
-		swiw_tx_pump(s, UINT64_MAX);
+		swiw_tx_pump(s);
 }
 
 /* Best effort, before DETACH: the TERMINATE for @v as the last txd. */

@@ -488,12 +488,11 @@ static void test_read(void **state)
 	ev_none(B);
 }
 
-static u64 atomic(u8 op, u32 stag, u64 to, u64 add_swap, u64 compare,
-		  u32 req_id)
+/* A sends an Atomic Request. */
+static void atomic_req(u8 op, u32 stag, u64 to, u64 add_swap, u64 compare,
+		       u32 req_id)
 {
 	struct swiw_rdmap_msg m = { .opcode = RDMAP_ATOMIC_REQ };
-	struct swiw_rxev ev;
-	struct swiw_ddp_seg g;
 
 	m.msn = A->msn_rreq++;
 	m.u.areq.op = op;
@@ -505,6 +504,16 @@ static u64 atomic(u8 op, u32 stag, u64 to, u64 add_swap, u64 compare,
 	if (op == RDMAP_ATOMIC_CMP_SWAP)
 		m.u.areq.add_swap_mask = m.u.areq.compare_mask = ~0ull;
 	send_msg(A, &m, 0, 0, 1000, 0, false);
+}
+
+/* ... and gets its response: the target's original value. */
+static u64 atomic(u8 op, u32 stag, u64 to, u64 add_swap, u64 compare,
+		  u32 req_id)
+{
+	struct swiw_rxev ev;
+	struct swiw_ddp_seg g;
+
+	atomic_req(op, stag, to, add_swap, compare, req_id);
 	ev_expect(A, SWIW_RXEV_SEGMENT, &ev);
 	ev_seg(&ev, &g);
 	assert_int_equal(g.opcode, RDMAP_ATOMIC_RESP);
@@ -1403,15 +1412,7 @@ static void test_qp_access(void **state)
 	t = env_reg(&B->e, 0x3000, 64,
 		    SWIW_ACC_LOCAL_WRITE | SWIW_ACC_REMOTE_ATOMIC);
 	swiw_lower_set_access(B->e.l, SWIW_ACC_REMOTE_READ);
-	{
-		struct swiw_rdmap_msg m = { .opcode = RDMAP_ATOMIC_REQ };
-
-		m.msn = A->msn_rreq++;
-		m.u.areq.op = RDMAP_ATOMIC_FETCH_ADD;
-		m.u.areq.stag = t;
-		m.u.areq.to = 0x3008;
-		send_msg(A, &m, 0, 0, 1000, 0, false);
-	}
+	atomic_req(RDMAP_ATOMIC_FETCH_ADD, t, 0x3008, 1, 0, 1);
 	ev_expect(B, SWIW_RXEV_VIOLATION, &ev);
 	assert_int_equal(ev.violation, SWIW_V_RDMAP_ACCESS_RIGHTS);
 }
