@@ -43,7 +43,7 @@ struct swiw_cm_event {
 
 typedef void (*swiw_cm_cb)(void *arg, const struct swiw_cm_event *ev);
 
-/* A TCP connection handed to a QP for MPA (swiw_cm.c). */
+/* A TCP connection handed to a QP for MPA (swiw_setup_cm.c). */
 struct swiw_cm_params {
 	int responder; /* 0: send the Request; 1: answer @req */
 	const void *pd; /* ours: Request or Reply private data */
@@ -91,7 +91,7 @@ struct swiw_shim_iface {
 	struct ibv_comp_channel *(*create_comp_channel)(struct ibv_context *ctx);
 	int (*destroy_comp_channel)(struct ibv_comp_channel *ch);
 
-	/* Version 2: connection management (swiw_cm.c). */
+	/* Version 2: connection management (swiw_setup_cm.c). */
 	/* Positive errno; on success the engine owns @fd. */
 	int (*cm_attach)(struct ibv_qp *qp, int fd,
 			 const struct swiw_cm_params *p);

@@ -51,6 +51,17 @@
 
 #define SWIW_ABI_VERSION 3
 
+/*
+ * Limits the device advertises and every engine enforces on what crosses
+ * this interface: SGEs per WQE, Read/Atomic Requests in flight each way,
+ * regions and their size. The provider's swiw_limits.h holds the rest.
+ */
+#define SWIW_MAX_SGE 16 /* send and receive */
+#define SWIW_MAX_IRD 128 /* inbound READs in flight, as siw */
+#define SWIW_MAX_ORD 128 /* outbound READs in flight */
+#define SWIW_MAX_MR 262144
+#define SWIW_MAX_MR_SIZE (1ULL << 40)
+
 /* Flags word of every slot (__u16 in WQEs, __u8 in CQEs). */
 #define SWIW_SLOT_VALID 0x01
 

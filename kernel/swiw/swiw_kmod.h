@@ -15,10 +15,9 @@
 #include <linux/workqueue.h>
 #include <linux/xarray.h>
 
+/* The limits (SGEs, IRD/ORD, regions): one definition, the ABI's. */
 #include <rdma/swiw-abi.h>
 
-/* The provider's limits (STag indexes, IRD/ORD): one definition. */
-#include "swiw_limits.h"
 #include "swiw_lower.h"
 
 /*

@@ -146,7 +146,7 @@ struct swiw_qp {
 	 * empty, exchanged to 0 by post_send, which then rings. */
 	struct swiw_stream *stream;
 	int sq_armed;
-	/* Connecting by modify_qp (swiw_connect.c, under the engine lock). */
+	/* Connecting by modify_qp (swiw_setup_broker.c, under the engine lock). */
 	struct swiw_bk *bk; /* the broker session that gave qp_num */
 	struct swiw_qp *conn_next;
 	struct swiw_broker_dial dial;
@@ -155,7 +155,7 @@ struct swiw_qp {
 	bool dialing; /* initiator: dial in progress */
 	bool conn_wait; /* responder: waiting for the hand-over */
 	struct swiw_qpx *qpx; /* ibv_qp_ex builders' state, or NULL */
-	/* Connected by the CM (swiw_cm.c): RTR needs no peer, and the
+	/* Connected by the CM (swiw_setup_cm.c): RTR needs no peer, and the
 	 * engine takes the QP to RTS when MPA completes. */
 	bool cm;
 };
@@ -268,7 +268,7 @@ struct ibv_cq_ex *swiw_create_cq_ex(struct ibv_context *ctx,
 struct ibv_qp *swiw_create_qp_ex(struct ibv_context *ctx,
 				 struct ibv_qp_init_attr_ex *attr);
 
-/* swiw_engine.c: the in-process engine's side of the rings */
+/* engine/: the progress machinery behind the rings (engine/swiw_engine.c) */
 int swiw_engine_cq_push(struct swiw_cq *cq, const struct swiw_cqe *cqe);
 void swiw_engine_flush_qp(struct swiw_qp *qp);
 void swiw_engine_flush_qp_locked(struct swiw_qp *qp);
@@ -298,7 +298,7 @@ int swiw_engine_attach_locked(struct swiw_qp *qp, int fd, int role,
 
 struct swiw_cm_params;
 struct swiw_cm_req;
-/* swiw_cm.c: a QP connected by the CM (libibverbs-shim/swiw_cma*.c) */
+/* engine/swiw_setup_cm.c: a QP connected by the CM (swiw_cma*.c) */
 int swiw_engine_cm_attach_locked(struct swiw_qp *qp, int fd,
 				 const struct swiw_cm_params *p);
 int swiw_cm_attach(struct ibv_qp *qp, int fd, const struct swiw_cm_params *p);
@@ -310,7 +310,7 @@ void swiw_cm_forget(void *arg);
 void swiw_cm_mark_ctx(struct ibv_context *ctx);
 void swiw_cm_mark_qp(struct ibv_qp *qp);
 
-/* swiw_connect.c: connecting by modify_qp through the broker */
+/* engine/swiw_setup_broker.c: connecting by modify_qp through the broker */
 int swiw_conn_qp_create(struct swiw_qp *qp);
 void swiw_conn_qp_destroy(struct swiw_qp *qp);
 int swiw_conn_rtr(struct swiw_qp *qp, const union ibv_gid *sgid, int ifindex);
@@ -351,7 +351,7 @@ int swiw_mem_lookup(uint32_t stag, const struct ibv_pd *pd, int need,
 		    uint64_t to, uint64_t len, struct swiw_mem_ref *ref);
 int swiw_mem_invalidate(uint32_t stag, const struct ibv_pd *pd);
 
-/* swiw_helper.c: which engine runs the queues (once per process) */
+/* engine/swiw_backend.c: which engine runs the queues (once per process) */
 enum swiw_engine_kind {
 	SWIW_ENGINE_NONE, /* the configuration asks for one that cannot run */
 	SWIW_ENGINE_INPROCESS,

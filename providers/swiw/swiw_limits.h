@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * The limits swiw advertises, in one place. Every verb that creates or sizes
+ * The limits swiw advertises, here and in swiw-abi.h. Every verb that creates or sizes
  * an object checks against these, and query_device reports exactly them.
  */
 #ifndef SWIW_LIMITS_H
 #define SWIW_LIMITS_H
+
+/* Those the engines enforce too (SGEs, IRD/ORD, regions). */
+#include <rdma/swiw-abi.h>
 
 #define SWIW_VENDOR_ID 0 /* no IEEE OUI: a software device */
 #define SWIW_VENDOR_PART_ID 0x5357 /* "SW" */
@@ -12,16 +15,11 @@
 
 #define SWIW_MAX_QP 16384
 #define SWIW_MAX_QP_WR 16384
-#define SWIW_MAX_SGE 16 /* send and receive */
 #define SWIW_MAX_SGE_RD 16 /* READ sink */
 #define SWIW_MAX_INLINE 512 /* bytes, siw offers 80 */
 #define SWIW_MAX_CQ 16384
 #define SWIW_MAX_CQE 262144
-#define SWIW_MAX_MR 262144
-#define SWIW_MAX_MR_SIZE (1ULL << 40)
 #define SWIW_MAX_PD 16384
-#define SWIW_MAX_IRD 128 /* inbound READs in flight, as siw */
-#define SWIW_MAX_ORD 128 /* outbound READs in flight */
 #define SWIW_MAX_SRQ 4096
 #define SWIW_MAX_SRQ_WR 65536
 #define SWIW_MAX_SRQ_SGE 16

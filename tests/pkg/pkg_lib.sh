@@ -81,7 +81,6 @@ pkg_dkms_sources() {
 	for f in "$src"/providers/swiw/wire/*.[ch]; do
 		echo "/usr/src/swiw-$version/providers/swiw/wire/${f##*/}"
 	done
-	echo "/usr/src/swiw-$version/providers/swiw/swiw_limits.h"
 	echo "/usr/src/swiw-$version/kernel-headers/rdma/swiw-abi.h"
 }
 

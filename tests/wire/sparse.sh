@@ -6,7 +6,7 @@
 wire=$1
 stub=$(dirname "$0")/freestanding
 top=$wire/../../..
-inc=(-I"$top/kernel-headers" -I"$top/providers/swiw")
+inc=(-I"$top/kernel-headers")
 need_cmd sparse
 flags=(-Wbitwise -Wcast-to-as -Wdefault-bitfield-sign -Wparen-string
 	-Wptr-subtraction-blows -Wreturn-void -Wshadow -Wtypesign -Wundef

@@ -2,7 +2,7 @@
 /*
  * CRC32c, the portable way: a table-driven update that any C compiler and
  * the kernel can build. User space normally takes the CPU's instructions
- * instead (swiw_port_user.c); the kernel helper uses the kernel's crc32c.
+ * instead (user/swiw_port_user.c); the kernel helper uses the kernel's crc32c.
  *
  * Slicing-by-8: eight const tables, so eight input octets cost eight
  * lookups and no loop-carried byte shifts. The tables are constants, not

@@ -25,7 +25,6 @@
 #include "swiw_port.h"
 #include "swiw_ddp.h"
 #include "swiw_fpdu.h"
-#include "swiw_limits.h"
 
 #include <rdma/swiw-abi.h>
 

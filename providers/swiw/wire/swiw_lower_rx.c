@@ -3,8 +3,10 @@
  * The lower half's receive side (swiw_lower.h): octets are deframed
  * step by step, each ULPDU header goes through swiw_ddp_rx_segment with
  * the regions and the RQ ring behind its lookups, payload is copied into
- * place as it arrives, and a message's end posts its event. The same
- * semantics as the in-process engine's swiw_qp_rx.c.
+ * place as it arrives, and a message's end posts its event. Push mode
+ * (swiw_lower_rx, fed octets as swiw.ko's tcp_read_sock gives them) and
+ * pull mode (swiw_lower_rx_pull, reading the socket itself, payload
+ * straight into place) run the same steps.
  */
 #include "swiw_lower_priv.h"
 

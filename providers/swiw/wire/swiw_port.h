@@ -89,7 +89,7 @@ typedef __s64 s64;
 u32 swiw_crc32c_table(u32 crc, const void *buf, size_t len);
 
 #ifndef __KERNEL__
-/* The fastest update this CPU has (see swiw_port_user.c); user space. */
+/* The fastest update this CPU has (see user/swiw_port_user.c); user space. */
 u32 swiw_crc32c(u32 crc, const void *buf, size_t len);
 #endif
 

@@ -18,7 +18,9 @@
 /* Under the engine lock: tells the CM, at most once per outcome. */
 void swiw_cm_report(struct swiw_stream *s, int type, int status)
 {
-	const struct swiw_mpa_outcome *o = swiw_mpa_outcome(&s->mpa);
+	/* ESTABLISHED and failed setups come while MPA's outcome is there. */
+	const struct swiw_mpa_outcome *o =
+		s->setup ? swiw_mpa_outcome(&s->setup->mpa) : NULL;
 	struct swiw_cm_event ev = { .status = status };
 	struct swiw_qp *qp = s->qp;
 
@@ -43,11 +45,13 @@ void swiw_cm_report(struct swiw_stream *s, int type, int status)
 		__atomic_store_n(&qp->ord, (uint8_t)s->ord, __ATOMIC_RELAXED);
 		ev.ird = (uint16_t)s->ird;
 		ev.ord = (uint16_t)s->ord;
-		if (s->mpa.role == SWIW_MPA_INITIATOR && o->peer_pd_len) {
+		if (o && s->setup->mpa.role == SWIW_MPA_INITIATOR &&
+		    o->peer_pd_len) {
 			ev.pd_len = o->peer_pd_len;
 			memcpy(ev.pd, o->peer_pd, o->peer_pd_len);
 		}
-		s->mpa_due_ns = 0;
+		if (s->setup)
+			s->setup->mpa_due_ns = 0;
 	} else if (s->cm_up) {
 		type = SWIW_CM_DISCONNECTED;
 		s->cm_done = true;
@@ -58,7 +62,7 @@ void swiw_cm_report(struct swiw_stream *s, int type, int status)
 			status = -ECONNRESET;
 		if (status == -ECONNREFUSED || status == -ECONNRESET) {
 			type = SWIW_CM_REJECTED;
-			if (o->reject == SWIW_MPA_REJ_BY_PEER &&
+			if (o && o->reject == SWIW_MPA_REJ_BY_PEER &&
 			    o->peer_pd_len) {
 				ev.pd_len = o->peer_pd_len;
 				memcpy(ev.pd, o->peer_pd, o->peer_pd_len);

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * The upper half of a helper stream (swiw-abi.h, HELPER STREAMS): once
- * MPA is done the backend's lower half (the kernel helper, or the same
- * code in this process with engine = ring) has the socket. The stream
- * code keeps the SQ, ORD, completions and every decision on errors; this
- * file holds what differs from the in-process engine: the stream's
- * transmit and event rings, ATTACH, the events turned into completions
- * (through swiw_rx_complete, as the in-process receive side does), and
- * DETACH. Under the engine lock, like the rest of the stream code.
+ * A stream's link to its lower half (swiw-abi.h, HELPER STREAMS): once
+ * MPA is done the backend's lower half (swiw_backend.h: the kernel
+ * helper, or the same wire-core code in this process) has the socket.
+ * The stream keeps the SQ, ORD, completions and every decision on
+ * errors; this file is the stream's transmit and event rings, ATTACH,
+ * the events turned into completions (swiw_complete.c), DETACH, and the
+ * stream ops of an attached stream (swiw_link_ops). Under the engine
+ * lock, like the rest of the stream code.
  */
 #include <errno.h>
 #include <string.h>
@@ -23,7 +23,7 @@
 
 #define STRIDE16(t) ((uint32_t)((sizeof(t) + 15) & ~(size_t)15))
 
-int swiw_helper_init(struct swiw_stream *s)
+int swiw_link_init(struct swiw_stream *s)
 {
 	const struct swiw_backend *be = swiw_backend();
 	struct swiw_qp *qp = s->qp;
@@ -68,13 +68,13 @@ int swiw_helper_init(struct swiw_stream *s)
 	return 0;
 fail:
 	s->be = be;
-	swiw_helper_fini(s);
+	swiw_link_fini(s);
 	s->be = NULL;
 	return err;
 }
 
 /* The stream is freed: its rings and bounce area go (never attached). */
-void swiw_helper_fini(struct swiw_stream *s)
+void swiw_link_fini(struct swiw_stream *s)
 {
 	if (!s->be)
 		return;
@@ -90,7 +90,7 @@ void swiw_helper_fini(struct swiw_stream *s)
 		s->be->queue_free(&s->evq);
 }
 
-/* The ring engine's socket interest follows what its lower half needs. */
+/* In the process: the socket's interest follows what its lower half needs. */
 static void ring_interest(struct swiw_stream *s, uint32_t want)
 {
 	if (s->be->event_fd >= 0 || s->eof_due_ns || s->failed ||
@@ -126,7 +126,7 @@ void swiw_engine_qp_access(struct swiw_qp *qp)
 
 	swiw_eng_lock();
 	s = qp->stream;
-	if (s && s->attached && !s->failed) {
+	if (s && s->ops == &swiw_link_ops && !s->failed) {
 		err = s->be->set_access(s->hs_id, stream_access(s));
 		if (err)
 			swiw_warn("QP %u: access flags: %s", swiw_stream_qpn(s),
@@ -140,9 +140,9 @@ void swiw_engine_qp_access(struct swiw_qp *qp)
  * lower half. A responder that awaits the RTR has it reported as an
  * event; an initiator's RTR is its first txd.
  */
-int swiw_helper_attach(struct swiw_stream *s)
+int swiw_link_attach(struct swiw_stream *s)
 {
-	const struct swiw_mpa_outcome *o = swiw_mpa_outcome(&s->mpa);
+	const struct swiw_mpa_outcome *o = swiw_mpa_outcome(&s->setup->mpa);
 	struct swiw_ioc_attach a = { .sock_fd = s->fd };
 	int err;
 
@@ -152,7 +152,7 @@ int swiw_helper_attach(struct swiw_stream *s)
 		a.flags |= SWIW_ATTACH_MARKERS_TX;
 	if (o->markers_rx)
 		a.flags |= SWIW_ATTACH_MARKERS_RX;
-	if (swiw_mpa_state(&s->mpa) == SWIW_MPA_S_AWAIT_RTR) {
+	if (swiw_mpa_state(&s->setup->mpa) == SWIW_MPA_S_AWAIT_RTR) {
 		a.flags |= SWIW_ATTACH_RTR_EVENT;
 		s->rtr_event = true;
 	}
@@ -178,25 +178,25 @@ int swiw_helper_attach(struct swiw_stream *s)
 	swiw_dbg("QP %u: stream attached to the %s", swiw_stream_qpn(s),
 		 s->be->name);
 	s->hs_id = a.stream_id;
-	s->attached = true;
-	s->mpa_phase = false;
+	s->ops = &swiw_link_ops;
+	s->setup->mpa_phase = false;
 	if (s->be->event_fd >= 0) {
 		/* The helper has the socket: its file reports instead. */
 		swiw_eng_epoll_ctl(EPOLL_CTL_DEL, s->fd, 0, NULL);
 		swiw_eng_watch_helper(s->be->event_fd);
 	} else {
-		swiw_ring_stream_pd(s->hs_id, s->qp->vqp.qp.pd);
+		swiw_proc_stream_pd(s->hs_id, s->qp->vqp.qp.pd);
 		s->hs_interest = EPOLLIN | EPOLLRDHUP;
-		ring_interest(s, swiw_ring_stream_io(s->hs_id, 0));
+		ring_interest(s, swiw_proc_stream_io(s->hs_id, 0));
 	}
 	return 0;
 }
 
-void swiw_helper_doorbell(struct swiw_stream *s)
+static void link_doorbell(struct swiw_stream *s)
 {
 	int err;
 
-	if (!s->attached)
+	if (s->ops != &swiw_link_ops)
 		return;
 	s->tx_rung = false;
 	s->ev_taken = 0;
@@ -205,11 +205,11 @@ void swiw_helper_doorbell(struct swiw_stream *s)
 		swiw_warn("QP %u: doorbell: %s", swiw_stream_qpn(s),
 			  strerror(err));
 	if (s->be->event_fd < 0)
-		ring_interest(s, swiw_ring_stream_interest(s->hs_id));
+		ring_interest(s, swiw_proc_stream_interest(s->hs_id));
 }
 
-/* An SRQ's limit, counted back from the producer (the helper's position
- * is its own): the VALID slots are the WRs not yet taken. */
+/* An SRQ's limit, counted back from the producer (the lower half's
+ * position is its own): the VALID slots are the WRs not yet taken. */
 static void srq_limit(struct swiw_stream *s)
 {
 	struct swiw_srq *srq = s->qp->srq;
@@ -272,7 +272,7 @@ static void ev_segment(struct swiw_stream *s, const struct swiw_rxev *e)
 		enum swiw_mpa_rtr k = swiw_rx_rtr_kind(&g);
 
 		s->rtr_event = false;
-		swiw_mpa_rtr_received(&s->mpa, k);
+		swiw_mpa_rtr_received(&s->setup->mpa, k);
 		swiw_stream_mpa_events(s);
 		if (s->failed || !(e->flags & SWIW_RXEV_RQE))
 			return; /* the RTR is no message of the ULP's */
@@ -293,7 +293,7 @@ static void ev_rqe(struct swiw_stream *s, const struct swiw_rxev *e)
 	s->rqe.id = e->id;
 	if (e->type == SWIW_RXEV_VIOLATION &&
 	    e->violation == SWIW_V_DDP_CATASTROPHIC)
-		s->rqe.bad = true; /* an SGE failed the helper's checks */
+		s->rqe.bad = true; /* an SGE failed the lower half's checks */
 }
 
 static void ev_handle(struct swiw_stream *s, const struct swiw_rxev *e)
@@ -338,14 +338,12 @@ static void ev_handle(struct swiw_stream *s, const struct swiw_rxev *e)
  * Takes every event waiting, ringing when half the ring was drained;
  * true if there was any.
  */
-bool swiw_helper_drain(struct swiw_stream *s)
+static bool link_drain(struct swiw_stream *s)
 {
 	struct swiw_rxev e;
 	bool any = false;
 	void *slot;
 
-	if (!s->be)
-		return false;
 	for (;;) {
 		while ((slot = swiw_ring_cons_slot(&s->evr))) {
 			memcpy(&e, slot, sizeof(e));
@@ -355,24 +353,27 @@ bool swiw_helper_drain(struct swiw_stream *s)
 			any = true;
 			ev_handle(s, &e);
 		}
-		if (!s->attached || s->ev_taken < s->evr.num / 2)
+		if (s->ops != &swiw_link_ops || s->ev_taken < s->evr.num / 2)
 			return any;
-		swiw_helper_doorbell(s);
+		link_doorbell(s);
 	}
 }
 
-/* engine = ring: the socket has @events for the lower half. */
-void swiw_helper_event(struct swiw_stream *s, uint32_t events)
+/*
+ * In the process, the socket has @events for the lower half; with the
+ * kernel helper (@events 0), its file has events.
+ */
+static void link_event(struct swiw_stream *s, uint32_t events)
 {
-	if (s->be->event_fd < 0 && s->attached)
-		ring_interest(s, swiw_ring_stream_io(s->hs_id, events));
-	swiw_helper_drain(s);
+	if (s->be->event_fd < 0)
+		ring_interest(s, swiw_proc_stream_io(s->hs_id, events));
+	link_drain(s);
 	if (!s->failed && !s->dead)
 		swiw_tx_pump(s);
 }
 
 /* Best effort, before DETACH: the TERMINATE for @v as the last txd. */
-void swiw_helper_terminate(struct swiw_stream *s, enum swiw_violation v,
+static void link_terminate(struct swiw_stream *s, enum swiw_violation v,
 			   const void *seg, uint32_t seg_len)
 {
 	struct swiw_txd *t = swiw_ring_prod_slot(&s->txr);
@@ -402,40 +403,54 @@ void swiw_helper_terminate(struct swiw_stream *s, enum swiw_violation v,
 		t->sge[0].lkey = s->bounce_mr->stag;
 	}
 	swiw_ring_publish(&s->txr, t, 0);
-	swiw_helper_doorbell(s);
+	link_doorbell(s);
 }
 
 /*
- * The socket comes back: the helper drops what it had not sent. With
+ * The socket comes back: the lower half drops what it had not sent. With
  * @drain (the stream failed), the events still waiting are handled, so
- * that a receive WR the helper held is known and fails once.
+ * that a receive WR the lower half held is known and fails once.
  */
-static void helper_detach(struct swiw_stream *s, bool drain)
+static void link_detach(struct swiw_stream *s, bool drain)
 {
 	int err;
 
-	if (!s->attached)
+	if (s->ops != &swiw_link_ops)
 		return;
 	err = s->be->detach(s->hs_id);
 	if (err)
 		swiw_warn("QP %u: detach: %s", swiw_stream_qpn(s),
 			  strerror(err));
-	s->attached = false;
+	s->ops = &swiw_idle_ops;
 	if (s->be->event_fd < 0 && s->hs_interest) {
 		swiw_eng_epoll_ctl(EPOLL_CTL_DEL, s->fd, 0, NULL);
 		s->hs_interest = 0;
 	}
 	if (drain)
-		swiw_helper_drain(s);
+		link_drain(s);
 }
 
-void swiw_helper_detach(struct swiw_stream *s)
+/* The TERMINATE as the last txd, then the socket comes back with the
+ * events that tell which receive failed. */
+static void link_fail(struct swiw_stream *s, enum swiw_violation v,
+		      const void *seg, uint32_t seg_len)
 {
-	helper_detach(s, true);
+	if (v != SWIW_V_NONE)
+		link_terminate(s, v, seg, seg_len);
+	link_detach(s, true);
 }
 
 /* RESET or destroy: no completions. */
-void swiw_helper_detach_quiet(struct swiw_stream *s)
+static void link_detach_quiet(struct swiw_stream *s)
 {
-	helper_detach(s, false);
+	link_detach(s, false);
 }
+
+const struct swiw_stream_ops swiw_link_ops = {
+	.txd = true,
+	.event = link_event,
+	.drain = link_drain,
+	.doorbell = link_doorbell,
+	.fail = link_fail,
+	.detach = link_detach_quiet,
+};

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * The lower half behind the swiw-abi.h rings, when one runs the queues:
- * the kernel helper (/dev/swiw, swiw_helper.c) or the same lower half in
- * the process (engine = ring, swiw_ring_engine.c). The provider calls
- * only these; the in-process engine has no backend (swiw_backend()
- * returns NULL) and keeps its own memory and rings.
+ * The backend of a stream's lower half, behind the swiw-abi.h rings: the
+ * kernel helper (/dev/swiw, swiw_be_kernel.c) or the wire core's lower
+ * half run in the process (swiw_be_proc.c, with its socket read by recv(),
+ * swiw_be_inproc.c, or pushed to it, swiw_be_ring.c). Chosen once per
+ * process (swiw_backend.c); the provider calls only these.
  */
 #ifndef SWIW_BACKEND_H
 #define SWIW_BACKEND_H
@@ -54,23 +54,24 @@ struct swiw_backend {
 	bool mirror_invalidate;
 };
 
-/* The process's backend, or NULL with the in-process engine. */
+/* The process's backend; NULL only when engine = kernel cannot be had. */
 const struct swiw_backend *swiw_backend(void);
 
-/* swiw_helper.c: /dev/swiw */
+/* swiw_be_kernel.c: /dev/swiw */
+struct swiw_engine_choice;
 extern struct swiw_backend swiw_kernel_backend;
-int swiw_kernel_backend_open(int fd);
+bool swiw_kernel_backend_probe(struct swiw_engine_choice *c);
 
-/*
- * swiw_ring_engine.c: the lower half run in the process, its socket read
- * in pull mode (the in-process engine) or pushed as the kernel's receive
- * path does (engine = ring)
- */
+/* swiw_be_inproc.c: the default, engine = auto | inprocess */
 extern struct swiw_backend swiw_inproc_backend;
+/* swiw_be_ring.c: engine = ring */
 extern struct swiw_backend swiw_ring_backend;
-/* Its streams' sockets, from the engine's epoll: the events wanted next. */
-uint32_t swiw_ring_stream_io(uint32_t id, uint32_t events);
-uint32_t swiw_ring_stream_interest(uint32_t id);
-void swiw_ring_stream_pd(uint32_t id, const void *pd);
+/*
+ * swiw_be_proc.c, for the last two: their streams' sockets, from the
+ * engine's epoll; the events wanted next.
+ */
+uint32_t swiw_proc_stream_io(uint32_t id, uint32_t events);
+uint32_t swiw_proc_stream_interest(uint32_t id);
+void swiw_proc_stream_pd(uint32_t id, const void *pd);
 
 #endif /* SWIW_BACKEND_H */

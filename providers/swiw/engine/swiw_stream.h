@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * The in-process engine's streams: one connected TCP socket per QP, MPA
- * setup, then FPDUs both ways. Private to the engine's files
- * (swiw_engine.c, swiw_stream.c, swiw_qp_tx.c, swiw_qp_rx.c);
- * everything here runs under the engine lock.
+ * The engine's streams: one connected TCP socket per QP, MPA setup, then
+ * FPDUs both ways through a lower half. Private to engine/; everything
+ * here runs under the engine lock.
  */
 #ifndef SWIW_STREAM_H
 #define SWIW_STREAM_H
@@ -66,10 +65,65 @@ enum tx_kind {
 	TX_RTR
 };
 
+/*
+ * What a stream needs until MPA has ended (swiw_setup_mpa.c): the MPA
+ * machine and its frames, and what the broker or the CM brought to it.
+ */
+struct swiw_setup {
+	bool mpa_phase; /* bytes in are MPA frames */
+	struct swiw_mpa mpa;
+	uint8_t mpa_tx[SWIW_MPA_FRAME_MAX];
+	uint8_t mpa_pd[SWIW_MPA_PD_MAX];
+	bool bk_checked; /* initiator: the Reply's block was checked */
+	struct swiw_engine_bk bk;
+	/* Connected by the CM (swiw_setup_cm.c): what it brings to MPA. */
+	uint16_t cm_ird, cm_ord, cm_pd_len;
+	uint8_t cm_pd[SWIW_MPA_PD_MAX];
+	const uint8_t *cm_req; /* stream_start only */
+	uint16_t cm_req_len;
+	/* The MPA deadline (swiw_mpa_deadline) as clock time. */
+	uint8_t mpa_dl; /* enum swiw_mpa_deadline armed */
+	uint64_t mpa_due_ns;
+	/* FPDU framing for a TERMINATE no lower half sends. */
+	struct swiw_fpdu_tx ftx;
+};
+
+struct swiw_stream;
+
+/*
+ * How a stream reaches what carries its FPDUs: its own socket while it
+ * sets up (swiw_setup_ops), a backend's lower half once attached
+ * (swiw_link_ops, swiw_stream_lower.c), nothing once it has let go
+ * (swiw_idle_ops). The upper half calls only these.
+ */
+struct swiw_stream_ops {
+	/* The SQ goes out as txds: the lower half has the socket. */
+	bool txd;
+	/* The socket, or (@events 0) the backend, may have news. */
+	void (*event)(struct swiw_stream *s, uint32_t events);
+	/* Events posted while the upper half called in; true if any. */
+	bool (*drain)(struct swiw_stream *s);
+	/* Txds were published. */
+	void (*doorbell)(struct swiw_stream *s);
+	/*
+	 * The stream fails: the TERMINATE for @v (SWIW_V_NONE: none), then
+	 * the socket comes back, with the events that tell what failed.
+	 */
+	void (*fail)(struct swiw_stream *s, enum swiw_violation v,
+		     const void *seg, uint32_t seg_len);
+	/* RESET or destroy: let go of the socket, without completions. */
+	void (*detach)(struct swiw_stream *s);
+};
+
+extern const struct swiw_stream_ops swiw_setup_ops, swiw_link_ops,
+	swiw_idle_ops;
+
+/* A connected QP's stream: the upper half of its lower half. */
 struct swiw_stream {
 	struct swiw_qp *qp;
 	int fd;
-	bool mpa_phase; /* bytes in are MPA frames */
+	const struct swiw_stream_ops *ops;
+	struct swiw_setup *setup; /* until MPA ends, else NULL */
 	bool fpdu_setup;
 	bool tx_ready;
 	bool failed;
@@ -77,33 +131,18 @@ struct swiw_stream {
 	uint64_t eof_due_ns; /* the peer closed: fail the stream then */
 	struct swiw_stream *next, *next_dead;
 
-	struct swiw_mpa mpa;
-	uint8_t mpa_tx[SWIW_MPA_FRAME_MAX];
-	uint8_t mpa_pd[SWIW_MPA_PD_MAX];
 	uint32_t ird, ord;
 	uint32_t mulpdu;
-	bool bk_on; /* connected through the broker: check the blocks */
-	bool bk_checked; /* initiator: the Reply's block was checked */
-	struct swiw_engine_bk bk;
-	/*
-	 * Connected by the CM (swiw_cm.c): what it brings to MPA, who hears
-	 * how it went (once, then DISCONNECTED once after ESTABLISHED).
-	 */
+	bool bk_on; /* connected through the broker: QP's ORD applies */
+	/* Connected by the CM: who hears how it went (once, then
+	 * DISCONNECTED once after ESTABLISHED). */
 	bool cm;
 	bool cm_up; /* ESTABLISHED was reported */
 	bool cm_done; /* the last event was reported */
 	void (*cm_cb)(void *arg, const struct swiw_cm_event *ev);
 	void *cm_arg;
-	uint16_t cm_ird, cm_ord, cm_pd_len;
-	uint8_t cm_pd[SWIW_MPA_PD_MAX];
-	const uint8_t *cm_req; /* stream_start only */
-	uint16_t cm_req_len;
-	/* Every stream: the MPA deadline (swiw_mpa_deadline) as clock time. */
-	uint8_t mpa_dl; /* enum swiw_mpa_deadline armed */
-	uint64_t mpa_due_ns;
 
 	/* Transmit. */
-	struct swiw_fpdu_tx ftx; /* a TERMINATE before the lower half */
 	struct swiw_ddp_tx dtx;
 	enum tx_kind kind;
 	uint32_t slot; /* TX_SQE: its infl[] entry */
@@ -134,15 +173,14 @@ struct swiw_stream {
 	uint32_t vendor_err; /* the TERMINATE's codes, for the failed WRs */
 
 	/*
-	 * Helper stream (swiw_backend.h): after MPA the backend's lower half
-	 * has the socket; the SQ goes out as txds, receptions come back as
-	 * events (swiw_stream_helper.c).
+	 * The link to the backend's lower half (swiw_backend.h,
+	 * swiw_stream_lower.c): the SQ goes out as txds, receptions come
+	 * back as events.
 	 */
-	const struct swiw_backend *be; /* NULL: the in-process engine */
-	bool attached;
+	const struct swiw_backend *be;
 	bool rtr_event; /* the peer's first message comes as an event */
 	uint32_t hs_id; /* stream_id */
-	uint32_t hs_interest; /* ring: the socket's epoll events */
+	uint32_t hs_interest; /* in-process: the socket's epoll events */
 	struct swiw_bqueue txq, evq;
 	struct swiw_ring txr; /* producer view */
 	struct swiw_ring evr; /* consumer view */
@@ -177,7 +215,7 @@ int swiw_eng_epoll_ctl(int op, int fd, uint32_t events, void *ptr);
 void swiw_eng_doorbell(void);
 void swiw_eng_watch_helper(int fd);
 
-/* swiw_stream.c: lifecycle, MPA, errors */
+/* swiw_stream.c: lifecycle and errors */
 void swiw_stream_event(struct swiw_stream *s, uint32_t events);
 bool swiw_stream_pump(struct swiw_stream *s);
 bool swiw_streams_pump_all(void);
@@ -185,15 +223,15 @@ void swiw_streams_reap(void);
 int swiw_streams_timers(void);
 void swiw_stream_qp_error(struct swiw_qp *qp);
 void swiw_stream_detach(struct swiw_qp *qp);
-void swiw_stream_mpa_events(struct swiw_stream *s);
 void swiw_stream_push_cqe(struct swiw_stream *s, struct swiw_cq *cq,
 			  struct swiw_cqe *e);
 void swiw_stream_sq_drain(struct swiw_stream *s);
 void swiw_stream_peer_eof(struct swiw_stream *s);
-int swiw_stream_mpa_cfg(struct swiw_mpa_cfg *c);
+/* The peer closed its side during MPA, or its grace ended. */
+void swiw_stream_peer_closed(struct swiw_stream *s);
+void swiw_stream_list(struct swiw_stream *s);
+void swiw_stream_free(struct swiw_stream *s);
 struct swiw_stream *swiw_streams_first(void);
-/* swiw_cm.c: what the CM hears; under the engine lock */
-void swiw_cm_report(struct swiw_stream *s, int type, int status);
 /*
  * The stream ends: TERMINATE for @v (best effort), the QP to error, the
  * send WR the failure concerns with @sq_status (-1: none), the receive
@@ -207,6 +245,16 @@ void swiw_stream_fail(struct swiw_stream *s, enum swiw_violation v,
 void swiw_stream_violation(struct swiw_stream *s, enum swiw_violation v,
 			   const void *seg, uint32_t seg_len);
 
+/* swiw_setup_mpa.c: MPA, until the lower half takes the socket */
+void swiw_stream_mpa_events(struct swiw_stream *s);
+int swiw_stream_mpa_cfg(struct swiw_mpa_cfg *c);
+/* The socket closed: true if the stream was redialed instead. */
+bool swiw_setup_peer_closed(struct swiw_stream *s);
+/* The MPA deadline: true if it passed at @now, else lowers *@best. */
+bool swiw_setup_timer(struct swiw_stream *s, uint64_t now, uint64_t *best);
+/* swiw_setup_cm.c: what the CM hears; under the engine lock */
+void swiw_cm_report(struct swiw_stream *s, int type, int status);
+
 /*
  * swiw_qp_tx.c: publishes what can go now as txds and rings the lower
  * half; true if anything moved.
@@ -214,7 +262,7 @@ void swiw_stream_violation(struct swiw_stream *s, enum swiw_violation v,
 bool swiw_tx_pump(struct swiw_stream *s);
 int swiw_tx_msg_start(struct swiw_stream *s, const struct swiw_rdmap_msg *m);
 
-/* swiw_qp_rx.c: completions of what the peer sent */
+/* swiw_complete.c: completions of what the peer sent */
 void swiw_srq_limit_fire(struct swiw_stream *s, uint32_t limit, uint32_t avail);
 
 /*
@@ -228,20 +276,14 @@ void swiw_rx_complete(struct swiw_stream *s, const struct swiw_ddp_seg *g,
 		      bool mirror_inv);
 enum swiw_mpa_rtr swiw_rx_rtr_kind(const struct swiw_ddp_seg *g);
 
-/* swiw_stream_helper.c: helper streams (swiw_backend.h) */
-int swiw_helper_init(struct swiw_stream *s);
-void swiw_helper_fini(struct swiw_stream *s);
-int swiw_helper_attach(struct swiw_stream *s);
-void swiw_helper_event(struct swiw_stream *s, uint32_t events);
-bool swiw_helper_drain(struct swiw_stream *s);
-void swiw_helper_doorbell(struct swiw_stream *s);
-void swiw_helper_detach(struct swiw_stream *s);
-void swiw_helper_detach_quiet(struct swiw_stream *s);
-void swiw_helper_terminate(struct swiw_stream *s, enum swiw_violation v,
-			   const void *seg, uint32_t seg_len);
-void swiw_helpers_kernel_event(void);
+/* swiw_stream_lower.c: the link to the backend's lower half */
+int swiw_link_init(struct swiw_stream *s);
+void swiw_link_fini(struct swiw_stream *s);
+int swiw_link_attach(struct swiw_stream *s);
+/* The kernel helper's file is readable: events wait on some streams. */
+void swiw_streams_kernel_event(void);
 
-/* swiw_connect.c, from the engine loop */
+/* swiw_setup_broker.c, from the engine loop */
 bool swiw_conn_is_broker(const void *ptr);
 void swiw_conn_broker_event(void *ptr);
 void swiw_conn_run(void);

@@ -2,7 +2,7 @@
 /*
  * Completions of what the peer sent. The lower half (wire/swiw_lower*.c,
  * in whichever engine runs it) placed the data and reports each message
- * that ended as an event (swiw_stream_helper.c); this file turns it into
+ * that ended as an event (swiw_stream_lower.c); this file turns it into
  * the receive WR's completion, or the READ's or atomic's. Under the
  * engine lock (swiw_engine.c).
  */

@@ -474,7 +474,7 @@ static void msg_done(struct swiw_stream *s)
 
 	s->kind = TX_NONE;
 	if (k == TX_RTR) {
-		swiw_mpa_rtr_sent(&s->mpa);
+		swiw_mpa_rtr_sent(&s->setup->mpa);
 		swiw_stream_mpa_events(s);
 	} else if (k == TX_SQE) {
 		if (s->sq_op == SWIW_OP_WRITE_IMM && !s->phase) {
@@ -505,7 +505,7 @@ bool swiw_tx_pump(struct swiw_stream *s)
 	int rc;
 
 	swiw_eng_assert_held();
-	while (s->attached && !s->failed &&
+	while (s->ops->txd && !s->failed &&
 	       (s->tx_ready || s->kind == TX_RTR)) {
 		if (s->kind == TX_NONE) {
 			if (s->rd_more) {
@@ -538,7 +538,7 @@ bool swiw_tx_pump(struct swiw_stream *s)
 		moved = true;
 		msg_done(s);
 	}
-	if (s->tx_rung && s->attached && !s->failed)
-		swiw_helper_doorbell(s);
+	if (s->tx_rung && !s->failed)
+		s->ops->doorbell(s);
 	return moved;
 }

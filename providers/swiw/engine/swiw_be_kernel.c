@@ -1,17 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * Which engine runs this process's queues: the kernel helper behind
- * /dev/swiw, the same lower half run in the process over the same rings
- * (ring), or the in-process engine. Decided once per process, from the
- * configuration (engine = auto | inprocess | ring | kernel) and what
- * /dev/swiw answers to SWIW_IOC_VERSION. The helper is used only when
- * its ABI is this provider's and it has the data path
- * (SWIW_VERSION_DATAPATH); the skeleton swiw.ko registers memory and maps
- * rings but moves no data. Also the kernel backend (swiw_backend.h).
+ * The kernel backend (swiw_backend.h): the kernel helper swiw.ko behind
+ * /dev/swiw runs the lower halves; this file is its ioctls and mmaps. It
+ * is used only when the helper speaks this provider's ABI and has the
+ * data path (SWIW_VERSION_DATAPATH); the skeleton swiw.ko registers
+ * memory and maps rings but moves no data.
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -22,17 +18,16 @@
 
 #include "swiw.h"
 #include "swiw_backend.h"
-#include "swiw_config.h"
 
 #define SWIW_HELPER_DEV "/dev/swiw"
 
-static pthread_once_t helper_once = PTHREAD_ONCE_INIT;
-static struct swiw_engine_choice choice;
-static const struct swiw_backend *backend;
-static int helper_fd = -1;
+static int kfd = -1;
 
-/* Probes /dev/swiw; returns its fd when usable, else -1 (and says why). */
-static int helper_probe(struct swiw_engine_choice *c)
+/*
+ * Probes /dev/swiw and, when the helper can be used, opens the backend on
+ * it; says why in @c either way.
+ */
+bool swiw_kernel_backend_probe(struct swiw_engine_choice *c)
 {
 	struct swiw_ioc_version v = { 0 };
 	int fd = open(SWIW_HELPER_DEV, O_RDWR | O_CLOEXEC);
@@ -40,7 +35,7 @@ static int helper_probe(struct swiw_engine_choice *c)
 	if (fd < 0) {
 		snprintf(c->why, sizeof(c->why), "%s: %s", SWIW_HELPER_DEV,
 			 strerror(errno));
-		return -1;
+		return false;
 	}
 	if (ioctl(fd, SWIW_IOC_VERSION, &v)) {
 		snprintf(c->why, sizeof(c->why), "%s: SWIW_IOC_VERSION: %s",
@@ -57,90 +52,12 @@ static int helper_probe(struct swiw_engine_choice *c)
 		c->helper_usable = true;
 		snprintf(c->why, sizeof(c->why), "%s (ABI %u) has a data path",
 			 SWIW_HELPER_DEV, v.abi_version);
-		return fd;
+		kfd = fd;
+		swiw_kernel_backend.event_fd = fd;
+		return true;
 	}
 	close(fd);
-	return -1;
-}
-
-static void engine_choose(void)
-{
-	int want = swiw_config()->engine;
-
-	choice.kind = SWIW_ENGINE_INPROCESS;
-	backend = &swiw_inproc_backend;
-	if (want == SWIW_ENGINE_CFG_INPROCESS) {
-		snprintf(choice.why, sizeof(choice.why),
-			 "engine = inprocess in the configuration");
-		swiw_info("in-process engine: %s", choice.why);
-		return;
-	}
-	if (want == SWIW_ENGINE_CFG_RING) {
-		/* Never chosen by auto: it tests the ring path without a
-		 * module, at a cost the in-process engine does not pay. */
-		choice.kind = SWIW_ENGINE_RING;
-		backend = &swiw_ring_backend;
-		snprintf(choice.why, sizeof(choice.why),
-			 "engine = ring in the configuration");
-		swiw_info("ring engine: %s", choice.why);
-		return;
-	}
-	helper_fd = helper_probe(&choice);
-	if (helper_fd >= 0) {
-		choice.kind = SWIW_ENGINE_KERNEL;
-		swiw_kernel_backend_open(helper_fd);
-		backend = &swiw_kernel_backend;
-		swiw_info("kernel helper: %s", choice.why);
-		return;
-	}
-	if (want == SWIW_ENGINE_CFG_KERNEL) {
-		/* Forced, and not possible: devices refuse to open rather
-		 * than run somewhere else than asked. */
-		choice.kind = SWIW_ENGINE_NONE;
-		backend = NULL;
-		swiw_err("engine = kernel, but the kernel helper cannot be "
-			 "used: %s",
-			 choice.why);
-		return;
-	}
-	swiw_info("in-process engine: %s", choice.why);
-}
-
-const struct swiw_engine_choice *swiw_engine_choice(void)
-{
-	pthread_once(&helper_once, engine_choose);
-	return &choice;
-}
-
-const struct swiw_backend *swiw_backend(void)
-{
-	pthread_once(&helper_once, engine_choose);
-	return backend;
-}
-
-const char *swiw_engine_name(int kind)
-{
-	switch (kind) {
-	case SWIW_ENGINE_INPROCESS:
-		return "in-process";
-	case SWIW_ENGINE_RING:
-		return "ring";
-	case SWIW_ENGINE_KERNEL:
-		return "kernel helper";
-	default:
-		return "none";
-	}
-}
-
-/* The kernel backend: /dev/swiw's ioctls and mmap ----------------------- */
-
-static int kfd = -1;
-
-int swiw_kernel_backend_open(int fd)
-{
-	kfd = fd;
-	swiw_kernel_backend.event_fd = fd;
-	return 0;
+	return false;
 }
 
 static int kioctl(unsigned long cmd, void *arg)

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * The in-process engine's side of the swiw-abi.h rings: it consumes work
- * requests from send and receive queues and produces completions, exactly
- * as the kernel helper does from the other side of /dev/swiw.
+ * The engine's progress loop: the thread, lock and doorbell that drive
+ * every stream (swiw_stream.c) between the provider's swiw-abi.h rings
+ * and a backend's lower half (swiw_backend.h), whichever backend runs it.
  *
  * ENGINE LOCK
  * One mutex, eng_lock, serialises the whole engine: the progress thread
@@ -20,7 +20,7 @@
  * Started with the first stream or broker session, one per process: epoll
  * over the stream sockets, the broker's event socket and an eventfd
  * doorbell; it sleeps no longer than the next dial attempt is due
- * (swiw_connect.c). After any work it keeps polling
+ * (swiw_setup_broker.c). After any work it keeps polling
  * (epoll_wait with no timeout, and the send queues) for SWIW_ENG_SPIN_NS
  * before it sleeps, since a blocking wake-up costs 25-30 us here. A
  * stream is freed only by this thread, after the epoll_wait() that could
@@ -199,7 +199,7 @@ static bool eng_events(const struct epoll_event *evs, int n, bool thread)
 			continue;
 		}
 		if (evs[i].data.ptr == &helper_tag) {
-			swiw_helpers_kernel_event();
+			swiw_streams_kernel_event();
 			continue;
 		}
 		if (swiw_conn_is_broker(evs[i].data.ptr)) {

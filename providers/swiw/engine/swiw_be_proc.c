@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * engine = ring: the backend (swiw_backend.h) of the helper's lower half
- * (providers/swiw/wire/swiw_lower*.c, the code swiw.ko runs) run in this
- * process on the engine thread, over the same rings the helper would
- * map, so that the whole ring path is tested where there is no module.
- * Regions stay in the provider's STag table, which the lower half reads
- * through its ops; rings are anonymous memory named by an id, as
- * /dev/swiw names its own; each attached socket stays in the engine's
- * epoll set, its octets received into a stage and fed to the lower half.
+ * The wire core's lower half (wire/swiw_lower*.c, the code swiw.ko runs)
+ * run in this process on the engine thread, over the same rings the
+ * helper would map: what the in-process backend (swiw_be_inproc.c) and
+ * engine = ring (swiw_be_ring.c) share. Regions stay in the provider's
+ * STag table, which the lower half reads through its ops; rings are
+ * anonymous memory named by an id, as /dev/swiw names its own; each
+ * attached socket stays in the engine's epoll set, and the backend's
+ * receive mode feeds it to the lower half.
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -20,8 +20,8 @@
 
 #include "swiw.h"
 #include "swiw_backend.h"
+#include "swiw_be_proc.h"
 #include "swiw_stream.h"
-#include "swiw_lower.h"
 
 struct ring_queue {
 	uint32_t kind;
@@ -36,8 +36,8 @@ static pthread_mutex_t rq_table_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ring_queue **queues; /* index = id - 1 */
 static uint32_t nqueues;
 
-static int r_queue_alloc(uint32_t kind, uint32_t num, uint32_t stride,
-			 struct swiw_bqueue *q)
+int swiw_proc_queue_alloc(uint32_t kind, uint32_t num, uint32_t stride,
+			  struct swiw_bqueue *q)
 {
 	struct ring_queue *e;
 	uint32_t i;
@@ -85,7 +85,7 @@ static int r_queue_alloc(uint32_t kind, uint32_t num, uint32_t stride,
 	return 0;
 }
 
-static void r_queue_free(struct swiw_bqueue *q)
+void swiw_proc_queue_free(struct swiw_bqueue *q)
 {
 	struct ring_queue *e = NULL;
 
@@ -104,8 +104,6 @@ static void r_queue_free(struct swiw_bqueue *q)
 }
 
 /* Streams: the lower half on the engine thread ---------------------------- */
-#define RING_RX_READS 4 /* per call of ring_rx() */
-#define RING_STAGE (256 * 1024)
 
 /* A region the lower half holds: the table's answer, kept for reuse. */
 struct ring_ref {
@@ -113,32 +111,18 @@ struct ring_ref {
 	struct ring_ref *next;
 };
 
-struct ring_stream {
-	struct swiw_lower l;
-	uint32_t id;
-	int fd;
-	bool pull; /* the in-process engine: swiw_lower_rx_pull() */
-	struct ring_ref *free_refs;
-	struct ring_queue *q[3]; /* tx, rxev, rq: busy while attached */
-	uint8_t *stage; /* received octets the lower half has not taken */
-	uint32_t st_head, st_tail;
-	bool ended; /* the transport ended and the lower half knows */
-	const void *pd; /* its QP's: regions of other PDs are not found */
-	bool want_out;
-};
-
 /* Under the engine lock (swiw_engine.c), like every lower-half call. */
-static struct ring_stream **rstreams; /* index = id - 1 */
+static struct swiw_proc_stream **rstreams; /* index = id - 1 */
 static uint32_t nrstreams;
 
-static struct ring_stream *rs_find(uint32_t id)
+static struct swiw_proc_stream *rs_find(uint32_t id)
 {
 	return id && id <= nrstreams ? rstreams[id - 1] : NULL;
 }
 
 static int r_mr_get(void *env, u32 stag, struct swiw_lower_mr *mr)
 {
-	struct ring_stream *rs = env;
+	struct swiw_proc_stream *rs = env;
 	struct ring_ref *r = rs->free_refs;
 	int rc;
 
@@ -161,7 +145,7 @@ static int r_mr_get(void *env, u32 stag, struct swiw_lower_mr *mr)
 
 static void r_mr_put(void *env, void *handle)
 {
-	struct ring_stream *rs = env;
+	struct swiw_proc_stream *rs = env;
 	struct ring_ref *r = swiw_container_of(handle, struct ring_ref, ref);
 
 	r->next = rs->free_refs;
@@ -170,7 +154,7 @@ static void r_mr_put(void *env, void *handle)
 
 static int r_mr_invalidate(void *env, u32 stag)
 {
-	struct ring_stream *rs = env;
+	struct swiw_proc_stream *rs = env;
 
 	switch (swiw_mem_invalidate(stag, rs->pd)) {
 	case 0:
@@ -238,7 +222,7 @@ static void r_rq_lock(void *env, struct swiw_lower_rq *rq)
 
 static long r_send(void *env, const struct swiw_iov *iov, u32 n, u32 len)
 {
-	struct ring_stream *rs = env;
+	struct swiw_proc_stream *rs = env;
 	struct msghdr mh = { .msg_iov = (struct iovec *)(uintptr_t)iov,
 			     .msg_iovlen = n };
 	ssize_t r;
@@ -256,7 +240,7 @@ static long r_send(void *env, const struct swiw_iov *iov, u32 n, u32 len)
 
 static long r_recv(void *env, const struct swiw_iov *iov, u32 n)
 {
-	struct ring_stream *rs = env;
+	struct swiw_proc_stream *rs = env;
 	struct msghdr mh = { .msg_iov = (struct iovec *)(uintptr_t)iov,
 			     .msg_iovlen = n };
 	ssize_t r;
@@ -275,7 +259,7 @@ static void r_wake(void *env)
 	(void)env;
 }
 
-static const struct swiw_lower_ops ring_ops = {
+static const struct swiw_lower_ops proc_ops = {
 	.mr_get = r_mr_get,
 	.mr_put = r_mr_put,
 	.mr_invalidate = r_mr_invalidate,
@@ -289,77 +273,31 @@ static const struct swiw_lower_ops ring_ops = {
 	.wake = r_wake,
 };
 
-/*
- * Feeds what the socket holds, keeping what a stalled lower half left;
- * at most RING_RX_READS stage-fulls a call, so that under a steady
- * stream the upper half drains the events (completions) in between: the
- * socket stays readable, and level-triggered epoll comes back at once.
- */
-static void ring_rx(struct ring_stream *rs)
-{
-	unsigned int reads = 0;
-
-	if (rs->pull) {
-		swiw_lower_rx_pull(&rs->l, RING_RX_READS);
-		return;
-	}
-	for (;;) {
-		size_t used = 0;
-		ssize_t n;
-
-		if (rs->ended || swiw_lower_rx_done(&rs->l))
-			return;
-		if (rs->st_head < rs->st_tail) {
-			swiw_lower_rx(&rs->l, rs->stage + rs->st_head,
-				      rs->st_tail - rs->st_head, &used);
-			rs->st_head += (uint32_t)used;
-			if (rs->st_head < rs->st_tail)
-				return; /* stalled or ended */
-			continue;
-		}
-		if (swiw_lower_stalled(&rs->l) || reads++ == RING_RX_READS)
-			return;
-		n = recv(rs->fd, rs->stage, RING_STAGE, MSG_DONTWAIT);
-		if (n > 0) {
-			rs->st_head = 0;
-			rs->st_tail = (uint32_t)n;
-			continue;
-		}
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			return;
-		rs->ended = true;
-		swiw_lower_rx_closed(&rs->l, n ? errno : 0);
-		return;
-	}
-}
-
-static void ring_tx(struct ring_stream *rs)
+static void proc_tx(struct swiw_proc_stream *rs)
 {
 	rs->want_out = swiw_lower_tx(&rs->l) == 1;
 }
 
-uint32_t swiw_ring_stream_io(uint32_t id, uint32_t events)
+uint32_t swiw_proc_stream_io(uint32_t id, uint32_t events)
 {
-	struct ring_stream *rs = rs_find(id);
+	struct swiw_proc_stream *rs = rs_find(id);
 
 	if (!rs)
 		return 0;
-	ring_tx(rs);
+	proc_tx(rs);
 	/* 0: not from epoll, the socket may hold anything. */
 	if (!events ||
 	    (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))) {
-		ring_rx(rs);
+		rs->mode->rx(rs);
 		/* Responses to Read and Atomic Requests just received. */
-		ring_tx(rs);
+		proc_tx(rs);
 	}
-	return swiw_ring_stream_interest(id);
+	return swiw_proc_stream_interest(id);
 }
 
-uint32_t swiw_ring_stream_interest(uint32_t id)
+uint32_t swiw_proc_stream_interest(uint32_t id)
 {
-	struct ring_stream *rs = rs_find(id);
+	struct swiw_proc_stream *rs = rs_find(id);
 	uint32_t ev = 0;
 
 	if (!rs)
@@ -392,11 +330,13 @@ static void lring(struct swiw_lower_ring *lr, const struct ring_queue *q)
 	lr->pos = 0;
 }
 
-static int r_attach(struct swiw_ioc_attach *a, bool pull)
+/* Attaches a socket to a new lower half that @mode feeds. */
+int swiw_proc_attach(struct swiw_ioc_attach *a,
+		     const struct swiw_proc_mode *mode)
 {
 	struct swiw_lower_cfg cfg = { 0 };
 	struct ring_queue *tx, *ev, *rq;
-	struct ring_stream *rs;
+	struct swiw_proc_stream *rs;
 	uint32_t i;
 	int emss = 0;
 	socklen_t sl = sizeof(emss);
@@ -432,7 +372,7 @@ static int r_attach(struct swiw_ioc_attach *a, bool pull)
 			break;
 	if (i == nrstreams) {
 		uint32_t n = nrstreams ? nrstreams * 2 : 64;
-		struct ring_stream **t = realloc(rstreams, n * sizeof(*t));
+		struct swiw_proc_stream **t = realloc(rstreams, n * sizeof(*t));
 
 		if (!t)
 			return ENOMEM;
@@ -443,7 +383,7 @@ static int r_attach(struct swiw_ioc_attach *a, bool pull)
 	rs = calloc(1, sizeof(*rs));
 	if (!rs)
 		return ENOMEM;
-	rs->stage = malloc(RING_STAGE);
+	rs->stage = malloc(SWIW_PROC_STAGE);
 	if (!rs->stage) {
 		free(rs);
 		return ENOMEM;
@@ -461,12 +401,12 @@ static int r_attach(struct swiw_ioc_attach *a, bool pull)
 	lring(&cfg.rxev, ev);
 	cfg.rq = &rq->lrq;
 	cfg.qp_access = a->access;
-	if (pull) {
+	if (mode->lower_stage) {
 		cfg.stage = rs->stage;
-		cfg.stage_len = RING_STAGE;
+		cfg.stage_len = SWIW_PROC_STAGE;
 	}
-	rs->pull = pull;
-	if (swiw_lower_init(&rs->l, &cfg, &ring_ops, rs)) {
+	rs->mode = mode;
+	if (swiw_lower_init(&rs->l, &cfg, &proc_ops, rs)) {
 		free(rs->stage);
 		free(rs);
 		return EINVAL;
@@ -488,27 +428,17 @@ static int r_attach(struct swiw_ioc_attach *a, bool pull)
  * ATTACH's pd is a number; the provider's table knows regions by their
  * struct ibv_pd, so the stream is given that instead.
  */
-void swiw_ring_stream_pd(uint32_t id, const void *pd)
+void swiw_proc_stream_pd(uint32_t id, const void *pd)
 {
-	struct ring_stream *rs = rs_find(id);
+	struct swiw_proc_stream *rs = rs_find(id);
 
 	if (rs)
 		rs->pd = pd;
 }
 
-static int r_attach_push(struct swiw_ioc_attach *a)
+int swiw_proc_doorbell(uint32_t id)
 {
-	return r_attach(a, false);
-}
-
-static int r_attach_pull(struct swiw_ioc_attach *a)
-{
-	return r_attach(a, true);
-}
-
-static int r_doorbell(uint32_t id)
-{
-	struct ring_stream *rs = rs_find(id);
+	struct swiw_proc_stream *rs = rs_find(id);
 	bool stalled;
 
 	swiw_eng_assert_held();
@@ -516,18 +446,18 @@ static int r_doorbell(uint32_t id)
 		return EINVAL;
 	stalled = swiw_lower_stalled(&rs->l);
 	swiw_lower_doorbell(&rs->l);
-	ring_tx(rs);
+	proc_tx(rs);
 	if (stalled) {
 		/* Reception waited for room: what it left, first. */
-		ring_rx(rs);
-		ring_tx(rs);
+		rs->mode->rx(rs);
+		proc_tx(rs);
 	}
 	return 0;
 }
 
-static int r_set_access(uint32_t id, uint32_t access)
+int swiw_proc_set_access(uint32_t id, uint32_t access)
 {
-	struct ring_stream *rs = rs_find(id);
+	struct swiw_proc_stream *rs = rs_find(id);
 
 	swiw_eng_assert_held();
 	if (!rs)
@@ -536,9 +466,9 @@ static int r_set_access(uint32_t id, uint32_t access)
 	return 0;
 }
 
-static int r_detach(uint32_t id)
+int swiw_proc_detach(uint32_t id)
 {
-	struct ring_stream *rs = rs_find(id);
+	struct swiw_proc_stream *rs = rs_find(id);
 	int i;
 
 	swiw_eng_assert_held();
@@ -558,25 +488,3 @@ static int r_detach(uint32_t id)
 	free(rs);
 	return 0;
 }
-
-struct swiw_backend swiw_ring_backend = {
-	.name = "ring engine",
-	.queue_alloc = r_queue_alloc,
-	.queue_free = r_queue_free,
-	.attach = r_attach_push,
-	.doorbell = r_doorbell,
-	.set_access = r_set_access,
-	.detach = r_detach,
-	.event_fd = -1,
-};
-
-struct swiw_backend swiw_inproc_backend = {
-	.name = "in-process engine",
-	.queue_alloc = r_queue_alloc,
-	.queue_free = r_queue_free,
-	.attach = r_attach_pull,
-	.doorbell = r_doorbell,
-	.set_access = r_set_access,
-	.detach = r_detach,
-	.event_fd = -1,
-};
