@@ -558,12 +558,12 @@ int swiw_stream_attach(struct swiw_kfile *f, void __user *arg)
 	/* Marker origins: the sequence numbers now, before any FPDU. */
 	cfg.tx_pos = 0;
 	cfg.rx_pos = 0;
-	cfg.tx = (struct swiw_lower_ring){ .base = s->tx->mem,
-					   .num = s->tx->num,
-					   .stride = s->tx->stride };
-	cfg.rxev = (struct swiw_lower_ring){ .base = s->rxev->mem,
-					     .num = s->rxev->num,
-					     .stride = s->rxev->stride };
+	cfg.tx = (struct swiw_ring){ .base = s->tx->mem,
+				     .num = s->tx->num,
+				     .stride = s->tx->stride };
+	cfg.rxev = (struct swiw_ring){ .base = s->rxev->mem,
+				       .num = s->rxev->num,
+				       .stride = s->rxev->stride };
 	cfg.rq = &s->rq->rq;
 	ret = swiw_lower_init(&s->lower, &cfg, &swiw_env_ops, s);
 	if (ret)

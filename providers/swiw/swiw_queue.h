@@ -16,19 +16,7 @@
 
 #include <rdma/swiw-abi.h>
 
-struct swiw_ring {
-	uint8_t *base;
-	uint32_t num; /* slots, a power of two */
-	uint32_t stride; /* octets per slot */
-	uint32_t pos; /* this side's next slot (unmasked) */
-	uint32_t flags_off; /* offset of the flags word in a slot */
-	bool flags16; /* the flags word is a __u16 (WQEs), else __u8 (CQEs) */
-};
-
-static inline void *swiw_ring_slot(const struct swiw_ring *r, uint32_t pos)
-{
-	return r->base + (size_t)(pos & (r->num - 1)) * r->stride;
-}
+#include "swiw_ring.h" /* the one ring view, the wire core's */
 
 static inline unsigned int swiw_ring_load_flags(const struct swiw_ring *r,
 						const void *slot)

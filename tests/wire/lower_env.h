@@ -284,12 +284,11 @@ static inline void env_rings(struct env *e, u32 ev_num)
 	e->txmem = env_zalloc(ENV_TX_NUM * ENV_TX_STRIDE);
 	e->evmem = env_zalloc(ev_num * ENV_EV_STRIDE);
 	e->rqmem = env_zalloc(ENV_RQ_NUM * ENV_RQ_STRIDE);
-	e->cfg.tx = (struct swiw_lower_ring){ e->txmem, ENV_TX_NUM,
-					      ENV_TX_STRIDE, 0 };
-	e->cfg.rxev =
-		(struct swiw_lower_ring){ e->evmem, ev_num, ENV_EV_STRIDE, 0 };
-	e->rq.ring = (struct swiw_lower_ring){ e->rqmem, ENV_RQ_NUM,
-					       ENV_RQ_STRIDE, 0 };
+	e->cfg.tx =
+		(struct swiw_ring){ e->txmem, ENV_TX_NUM, ENV_TX_STRIDE, 0 };
+	e->cfg.rxev = (struct swiw_ring){ e->evmem, ev_num, ENV_EV_STRIDE, 0 };
+	e->rq.ring =
+		(struct swiw_ring){ e->rqmem, ENV_RQ_NUM, ENV_RQ_STRIDE, 0 };
 	e->rq.max_sge = SWIW_MAX_SGE;
 	e->cfg.rq = &e->rq;
 	e->cfg.ird = 16;

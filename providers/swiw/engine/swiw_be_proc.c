@@ -58,6 +58,8 @@ int swiw_proc_queue_alloc(uint32_t kind, uint32_t num, uint32_t stride,
 	e->lrq.ring.base = e->mem;
 	e->lrq.ring.num = num;
 	e->lrq.ring.stride = stride;
+	e->lrq.ring.flags_off = offsetof(struct swiw_rqe, flags);
+	e->lrq.ring.flags16 = true;
 	e->lrq.max_sge = (stride - SWIW_RQE_HDR_SIZE) / sizeof(struct swiw_sge);
 	pthread_mutex_lock(&rq_table_lock);
 	for (i = 0; i < nqueues; i++)
@@ -322,12 +324,15 @@ static struct ring_queue *queue_get(uint32_t id, uint32_t kind)
 	return q;
 }
 
-static void lring(struct swiw_lower_ring *lr, const struct ring_queue *q)
+static void lring(struct swiw_ring *lr, const struct ring_queue *q)
 {
 	lr->base = q->mem;
 	lr->num = q->num;
 	lr->stride = q->stride;
 	lr->pos = 0;
+	/* Every slot kind of a stream starts with its id, then the flags. */
+	lr->flags_off = offsetof(struct swiw_txd, flags);
+	lr->flags16 = true;
 }
 
 /* Attaches a socket to a new lower half that @mode feeds. */
@@ -349,21 +354,14 @@ int swiw_proc_attach(struct swiw_ioc_attach *a,
 		return EINVAL;
 	if (!rq->users) {
 		/* Nobody consumed it before: start at the oldest WR. */
+		struct swiw_ring *r = &rq->lrq.ring;
 		uint32_t n;
 
-		for (n = 0; n < rq->num; n++) {
-			uint8_t *p = (uint8_t *)rq->mem +
-				     (size_t)((rq->lrq.ring.pos + n) &
-					      (rq->num - 1)) *
-					     rq->stride;
-			uint16_t f = __atomic_load_n(
-				(uint16_t *)(p +
-					     offsetof(struct swiw_rqe, flags)),
-				__ATOMIC_ACQUIRE);
-
-			if (f & SWIW_SLOT_VALID)
+		for (n = 0; n < rq->num; n++)
+			if (swiw_ring_load_flags(
+				    r, swiw_ring_slot(r, r->pos + n)) &
+			    SWIW_SLOT_VALID)
 				break;
-		}
 		if (n < rq->num)
 			rq->lrq.ring.pos += n;
 	}

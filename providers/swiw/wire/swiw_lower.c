@@ -16,7 +16,7 @@
  */
 #include "swiw_lower_priv.h"
 
-static bool ring_ok(const struct swiw_lower_ring *r, u32 min_stride)
+static bool ring_ok(const struct swiw_ring *r, u32 min_stride)
 {
 	return r->base && r->num && !(r->num & (r->num - 1)) &&
 	       r->stride >= min_stride && !(r->stride & 7);
@@ -80,7 +80,7 @@ int swiw_lower_init(struct swiw_lower *l, const struct swiw_lower_cfg *cfg,
 /* True when the next @n event slots are free. */
 static bool ring_room(struct swiw_lower *l, u32 n)
 {
-	const struct swiw_lower_ring *r = &l->cfg.rxev;
+	const struct swiw_ring *r = &l->cfg.rxev;
 	u32 i;
 
 	if (n > r->num)
@@ -109,7 +109,7 @@ void swiw_lower_set_access(struct swiw_lower *l, u32 qp_access)
 /* Writes @ev into the next slot: false when it is not free. */
 static bool ev_write(struct swiw_lower *l, const struct swiw_rxev *ev)
 {
-	struct swiw_lower_ring *r = &l->cfg.rxev;
+	struct swiw_ring *r = &l->cfg.rxev;
 	u8 *slot = swiw_lower_slot(r, r->pos);
 	u16 *fl = swiw_lower_slot_flags(slot);
 
@@ -214,7 +214,7 @@ void swiw_lower_doorbell(struct swiw_lower *l)
 
 bool swiw_lower_events_pending(const struct swiw_lower *l)
 {
-	const struct swiw_lower_ring *r = &l->cfg.rxev;
+	const struct swiw_ring *r = &l->cfg.rxev;
 
 	/* The consumer takes events in order: the last one tells. */
 	return swiw_slot_flags_load(

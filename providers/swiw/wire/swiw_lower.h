@@ -25,6 +25,7 @@
 #include "swiw_port.h"
 #include "swiw_ddp.h"
 #include "swiw_fpdu.h"
+#include "swiw_ring.h"
 
 #include <rdma/swiw-abi.h>
 
@@ -34,20 +35,12 @@
 #define EPERM 1
 #endif
 
-/* One side's view of a ring in shared memory (see swiw-abi.h). */
-struct swiw_lower_ring {
-	u8 *base;
-	u32 num; /* a power of two */
-	u32 stride;
-	u32 pos; /* this side's next slot, unmasked */
-};
-
 /*
  * An RQ ring and its consumer position: one per RQ or SRQ, shared by
  * every stream attached to it, under ops->rq_lock().
  */
 struct swiw_lower_rq {
-	struct swiw_lower_ring ring;
+	struct swiw_ring ring;
 	u32 max_sge; /* RQEs with more SGEs are a local error */
 };
 
@@ -115,8 +108,8 @@ struct swiw_lower_cfg {
 	u32 mulpdu; /* for the helper's own Read Response segments */
 	u32 tx_pos; /* marker offsets of the next octet out and in: */
 	u32 rx_pos; /* 0 when attached before any FPDU (swiw-abi.h) */
-	struct swiw_lower_ring tx; /* consumer view */
-	struct swiw_lower_ring rxev; /* producer view */
+	struct swiw_ring tx; /* consumer view */
+	struct swiw_ring rxev; /* producer view */
 	struct swiw_lower_rq *rq; /* shared; the environment owns it */
 	u32 qp_access; /* SWIW_ACC_REMOTE_*: what the QP allows the peer */
 	/* Pull-mode receive: where octets wait that are not yet placed. */

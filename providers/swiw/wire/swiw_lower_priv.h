@@ -17,9 +17,9 @@ _Static_assert(offsetof(struct swiw_rqe, flags) == SWIW_SLOT_FLAGS_OFF,
 _Static_assert(offsetof(struct swiw_rxev, flags) == SWIW_SLOT_FLAGS_OFF,
 	       "rxev flags");
 
-static inline u8 *swiw_lower_slot(const struct swiw_lower_ring *r, u32 pos)
+static inline u8 *swiw_lower_slot(const struct swiw_ring *r, u32 pos)
 {
-	return r->base + (size_t)(pos & (r->num - 1)) * r->stride;
+	return (u8 *)swiw_ring_slot(r, pos);
 }
 
 static inline u16 *swiw_lower_slot_flags(u8 *slot)

@@ -53,7 +53,7 @@ void swiw_lower_tx_drop(struct swiw_lower *l)
 static void txd_retire(struct swiw_lower *l, const struct swiw_txd *t,
 		       bool event, u32 status)
 {
-	struct swiw_lower_ring *r = &l->cfg.tx;
+	struct swiw_ring *r = &l->cfg.tx;
 	struct swiw_rxev ev;
 
 	swiw_slot_flags_store(swiw_lower_slot_flags(swiw_lower_slot(r, r->pos)),
@@ -282,7 +282,7 @@ static u32 txd_build(struct swiw_lower *l, struct swiw_lower_frame *f)
  */
 static int txd_next(struct swiw_lower *l, struct swiw_lower_frame *f)
 {
-	const struct swiw_lower_ring *r = &l->cfg.tx;
+	const struct swiw_ring *r = &l->cfg.tx;
 	u8 *slot = swiw_lower_slot(r, l->tx_take);
 	u16 fl = swiw_slot_flags_load(swiw_lower_slot_flags(slot));
 	struct swiw_txd *t = &f->t;
