@@ -253,7 +253,7 @@ static void on_hdr(struct swiw_lower *l)
 		 * provider never answers one. */
 		if (l->rqe.bad || rc != -EPROTO)
 			v = SWIW_V_DDP_CATASTROPHIC;
-		swiw_lower_rx_end(l, SWIW_RXEV_VIOLATION, v, 0, h, hl);
+		swiw_lower_rx_end(l, SWIW_RXEV_VIOLATION, v, 0, h, hl, ulen);
 		return;
 	}
 	l->seg_ok = true;
@@ -280,7 +280,7 @@ static void queue_resp(struct swiw_lower *l)
 				      &orig)) {
 			/* Aligned TO, memory no atomic can reach. */
 			swiw_lower_rx_end(l, SWIW_RXEV_VIOLATION,
-					  SWIW_V_RDMAP_ATOMIC_ALIGN, 0, NULL,
+					  SWIW_V_RDMAP_ATOMIC_ALIGN, 0, NULL, 0,
 					  0);
 			return;
 		}
@@ -327,7 +327,7 @@ static bool remote_inv(struct swiw_lower *l, u32 stag)
 			  rc == -EACCES ? SWIW_V_RDMAP_CANT_INVALIDATE_OP :
 			  rc == -EPERM	? SWIW_V_RDMAP_STAG_NOT_ASSOC :
 					  SWIW_V_RDMAP_CANT_INVALIDATE,
-			  0, NULL, 0);
+			  0, NULL, 0, 0);
 	return false;
 }
 
@@ -422,7 +422,7 @@ static void rx_broken(struct swiw_lower *l)
 	enum swiw_violation v = swiw_fpdu_rx_violation(&l->frx);
 
 	swiw_lower_rx_end(l, SWIW_RXEV_VIOLATION,
-			  v ? v : SWIW_V_DDP_CATASTROPHIC, 0, NULL, 0);
+			  v ? v : SWIW_V_DDP_CATASTROPHIC, 0, NULL, 0, 0);
 }
 
 /*
@@ -586,7 +586,7 @@ int swiw_lower_rx_pull(struct swiw_lower *l, u32 reads)
 			break;
 		if (n <= 0) {
 			swiw_lower_rx_end(l, SWIW_RXEV_CLOSED, SWIW_V_NONE,
-					  (u32)-n, NULL, 0);
+					  (u32)-n, NULL, 0, 0);
 			break;
 		}
 		/* Less than asked: the transport had no more. */
@@ -616,6 +616,7 @@ int swiw_lower_rx_pull(struct swiw_lower *l, u32 reads)
 
 void swiw_lower_rx_closed(struct swiw_lower *l, int err)
 {
-	swiw_lower_rx_end(l, SWIW_RXEV_CLOSED, SWIW_V_NONE, (u32)err, NULL, 0);
+	swiw_lower_rx_end(l, SWIW_RXEV_CLOSED, SWIW_V_NONE, (u32)err, NULL, 0,
+			  0);
 	swiw_lower_wake(l);
 }
