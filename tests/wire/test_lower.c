@@ -643,6 +643,8 @@ static void test_send_inval(void **state)
 static void send_inval_fails(bool no_inval, u32 v)
 {
 	struct swiw_rxev ev;
+	struct swiw_ddp_seg g;
+	struct swiw_term t;
 	u32 dst, x, src;
 
 	pair_new(&(struct opts){ 0 });
@@ -656,6 +658,11 @@ static void send_inval_fails(bool no_inval, u32 v)
 	assert_int_equal(ev.violation, v);
 	assert_int_equal(ev.id, 8);
 	assert_int_equal(ev.flags & ~SWIW_SLOT_VALID, SWIW_RXEV_RQE);
+	/* Found when the message is whole, its header still goes back. */
+	ev_term(&ev, &t);
+	term_seg(&t, 18 + 10, &g);
+	assert_int_equal(g.opcode, RDMAP_SEND_INVAL);
+	assert_int_equal(g.rsvd_ulp, no_inval ? x : x + 1);
 	ev_none(B);
 	teardown(NULL);
 }
@@ -1276,6 +1283,7 @@ static void test_ird_and_align(void **state)
 {
 	struct swiw_rdmap_msg m = { .opcode = RDMAP_ATOMIC_REQ };
 	struct swiw_rxev ev;
+	struct swiw_term tm;
 	u32 src, t;
 	int i;
 
@@ -1302,6 +1310,25 @@ static void test_ird_and_align(void **state)
 	ev_expect(B, SWIW_RXEV_VIOLATION, &ev);
 	assert_int_equal(ev.violation, SWIW_V_RDMAP_ATOMIC_ALIGN);
 	ev_none(A);
+	teardown(NULL);
+
+	/* An aligned TO whose memory is not: the atomic itself fails, the
+	 * request's header still goes back. */
+	pair_new(&(struct opts){ 0 });
+	t = env_reg(&B->e, 0x3004, 64,
+		    SWIW_ACC_LOCAL_WRITE | SWIW_ACC_REMOTE_ATOMIC);
+	m.msn = A->msn_rreq++;
+	m.u.areq.stag = t;
+	m.u.areq.to = 0x3008;
+	send_msg(A, &m, 0, 0, 1000, 0, false);
+	ev_expect(B, SWIW_RXEV_VIOLATION, &ev);
+	assert_int_equal(ev.violation, SWIW_V_RDMAP_ATOMIC_ALIGN);
+	ev_term(&ev, &tm);
+	assert_int_equal(tm.hdrct, SWIW_TERM_M | SWIW_TERM_D);
+	assert_int_equal(tm.seg_len, sizeof(struct rdmap_atomic_req));
+	assert_memory_equal(tm.ddp_hdr, ev.hdr,
+			    sizeof(struct ddp_untagged_hdr));
+	assert_int_equal(ev.hdr[1] & 0x0f, RDMAP_ATOMIC_REQ);
 	ev_none(A);
 }
 
@@ -1520,6 +1547,8 @@ static void test_send_inval_local(void **state)
 {
 	struct swiw_rxev ev;
 	struct swiw_lower_mr m = { 0 };
+	struct swiw_ddp_seg g;
+	struct swiw_term t;
 	u32 src, dst, local;
 
 	(void)state;
@@ -1532,6 +1561,9 @@ static void test_send_inval_local(void **state)
 	ev_expect(B, SWIW_RXEV_VIOLATION, &ev);
 	assert_int_equal(ev.violation, SWIW_V_RDMAP_CANT_INVALIDATE_OP);
 	assert_int_equal(ev.id, 5);
+	ev_term(&ev, &t);
+	term_seg(&t, 18 + 10, &g);
+	assert_int_equal(g.rsvd_ulp, local);
 	/* Still valid. */
 	assert_int_equal(env_mr_get(&B->e, local, &m), 0);
 	env_mr_put(&B->e, m.handle);
