@@ -256,10 +256,11 @@ enum {
  *    the socket; id is the txd's, status 0 or why it was not sent.
  *  VIOLATION: the peer broke the protocol, or placement failed; the
  *    helper receives nothing more. violation is the wire core's enum
- *    swiw_violation, hdr the first octets of the offending ULPDU (when
- *    known, else hdr_len 0) for the TERMINATE the provider sends. If it
- *    had taken an RQE for a message not yet complete, id is that RQE
- *    and flags has SWIW_RXEV_RQE.
+ *    swiw_violation, hdr the first octets of the offending ULPDU (as many
+ *    as it has up to 70; when known, else hdr_len 0) and len its length,
+ *    for the TERMINATE the provider sends. If it had taken an RQE for a
+ *    message not yet complete, id is that RQE and flags has
+ *    SWIW_RXEV_RQE.
  *  CLOSED: the TCP stream ended (status 0 for a FIN, else the socket's
  *    errno); the helper receives nothing more. An RQE taken and not
  *    completed is reported as for VIOLATION.

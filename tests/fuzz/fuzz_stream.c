@@ -31,15 +31,20 @@ static void check_term(const struct swiw_rxev *ev)
 	u8 buf[SWIW_TERM_MAX_LEN];
 	int n;
 
-	if (ev->type != SWIW_RXEV_VIOLATION ||
-	    swiw_term_from_violation((enum swiw_violation)ev->violation,
-				     ev->hdr, ev->hdr_len, &t))
+	if (ev->type != SWIW_RXEV_VIOLATION)
+		return;
+	/* The provider's TERMINATE takes the length, hdr being its head. */
+	if (ev->hdr_len != SWIW_MIN(ev->len, (u32)SWIW_DDP_HDR_MAX))
+		abort();
+	if (swiw_term_from_violation((enum swiw_violation)ev->violation,
+				     ev->hdr, ev->len, &t))
 		return; /* a row that sends no TERMINATE */
 	n = swiw_term_build(&t, buf, sizeof(buf));
 	if (n < 0)
 		abort();
 	if (swiw_term_parse(buf, (u32)n, &back) || back.layer != t.layer ||
-	    back.etype != t.etype || back.ecode != t.ecode)
+	    back.etype != t.etype || back.ecode != t.ecode ||
+	    ((t.hdrct & SWIW_TERM_M) && back.seg_len != ev->len))
 		abort(); /* what we would send must read back as sent */
 }
 

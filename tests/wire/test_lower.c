@@ -353,6 +353,41 @@ static void ev_seg(const struct swiw_rxev *ev, struct swiw_ddp_seg *g)
 			 0);
 }
 
+/*
+ * The TERMINATE a provider sends for the VIOLATION @ev, as the peer reads
+ * it: built from the head the event carries (as much of the offending
+ * ULPDU as the deframer keeps) and the segment's length.
+ */
+static void ev_term(const struct swiw_rxev *ev, struct swiw_term *t)
+{
+	struct swiw_term built;
+	u8 buf[SWIW_TERM_MAX_LEN];
+	int n;
+
+	assert_int_equal(ev->hdr_len, SWIW_MIN(ev->len, (u32)SWIW_DDP_HDR_MAX));
+	assert_int_equal(
+		swiw_term_from_violation((enum swiw_violation)ev->violation,
+					 ev->hdr, ev->len, &built),
+		0);
+	n = swiw_term_build(&built, buf, sizeof(buf));
+	assert_true(n > 0);
+	assert_int_equal(swiw_term_parse(buf, (u32)n, t), 0);
+}
+
+/* The TERMINATE carries back the length and DDP header of a segment of
+ * @len octets, which decodes into @g. */
+static void term_seg(const struct swiw_term *t, u32 len, struct swiw_ddp_seg *g)
+{
+	enum swiw_violation v;
+
+	assert_int_equal(t->hdrct & (SWIW_TERM_M | SWIW_TERM_D),
+			 SWIW_TERM_M | SWIW_TERM_D);
+	assert_int_equal(t->seg_len, len);
+	assert_int_equal(swiw_ddp_parse(t->ddp_hdr, t->ddp_len,
+					SWIW_DDP_RX_RFC7306, g, &v),
+			 0);
+}
+
 static void expect_sent(struct side *s, u64 id, u32 status)
 {
 	struct swiw_rxev ev;
@@ -608,6 +643,8 @@ static void test_send_inval(void **state)
 static void send_inval_fails(bool no_inval, u32 v)
 {
 	struct swiw_rxev ev;
+	struct swiw_ddp_seg g;
+	struct swiw_term t;
 	u32 dst, x, src;
 
 	pair_new(&(struct opts){ 0 });
@@ -621,6 +658,11 @@ static void send_inval_fails(bool no_inval, u32 v)
 	assert_int_equal(ev.violation, v);
 	assert_int_equal(ev.id, 8);
 	assert_int_equal(ev.flags & ~SWIW_SLOT_VALID, SWIW_RXEV_RQE);
+	/* Found when the message is whole, its header still goes back. */
+	ev_term(&ev, &t);
+	term_seg(&t, 18 + 10, &g);
+	assert_int_equal(g.opcode, RDMAP_SEND_INVAL);
+	assert_int_equal(g.rsvd_ulp, no_inval ? x : x + 1);
 	ev_none(B);
 	teardown(NULL);
 }
@@ -980,6 +1022,59 @@ static void test_peer_violations(void **state)
 	assert_int_equal(ev.flags & ~SWIW_SLOT_VALID, SWIW_RXEV_RQE);
 }
 
+/*
+ * The TERMINATE's DDP Segment Length is the refused segment's, header and
+ * payload, not the part of it the deframer kept for the event.
+ */
+static void test_term_seg_len(void **state)
+{
+	struct swiw_rxev ev;
+	struct swiw_ddp_seg g;
+	struct swiw_term t;
+	u32 src, dst;
+
+	(void)state;
+	/* One segment of 14 + 100 octets; 70 of them come back. */
+	pair_new(&(struct opts){ 0 });
+	src = env_reg(&A->e, 0x1000, 8192, 0);
+	do_write(A, 0x4242, 0x1000, 100, src, 0x1000, 1000, 1);
+	ev_expect(B, SWIW_RXEV_VIOLATION, &ev);
+	assert_int_equal(ev.violation, SWIW_V_DDP_T_INVALID_STAG);
+	assert_int_equal(ev.hdr_len, SWIW_DDP_HDR_MAX);
+	assert_int_equal(ev.len, 14 + 100);
+	ev_term(&ev, &t);
+	assert_int_equal(t.hdrct, SWIW_TERM_M | SWIW_TERM_D);
+	term_seg(&t, 14 + 100, &g);
+	assert_int_equal(g.opcode, RDMAP_WRITE);
+	assert_int_equal(g.stag, 0x4242);
+	teardown(NULL);
+
+	/* The second of three full segments crosses the region's end. */
+	pair_new(&(struct opts){ 0 });
+	src = env_reg(&A->e, 0x1000, 8192, 0);
+	dst = env_reg(&B->e, 0x1000, 1500, RW);
+	do_write(A, dst, 0x1000, 3000, src, 0x1000, 1000, 1);
+	ev_expect(B, SWIW_RXEV_VIOLATION, &ev);
+	assert_int_equal(ev.violation, SWIW_V_DDP_T_BASE_BOUNDS);
+	ev_term(&ev, &t);
+	term_seg(&t, 1000, &g);
+	assert_int_equal(g.to, 0x1000 + 986);
+	teardown(NULL);
+
+	/* A Read Request is whole in the head: M, D and R. */
+	pair_new(&(struct opts){ 0 });
+	do_read(A, 0x100, 0, 10, 0x777, 0);
+	ev_expect(B, SWIW_RXEV_VIOLATION, &ev);
+	assert_int_equal(ev.violation, SWIW_V_RDMAP_INVALID_STAG);
+	assert_int_equal(ev.len, sizeof(struct rdmap_read_req));
+	ev_term(&ev, &t);
+	assert_int_equal(t.hdrct, SWIW_TERM_M | SWIW_TERM_D | SWIW_TERM_R);
+	assert_int_equal(t.seg_len, sizeof(struct rdmap_read_req));
+	assert_memory_equal(t.rdmap_hdr,
+			    ev.hdr + sizeof(struct ddp_untagged_hdr),
+			    SWIW_TERM_RDMAP_HDR_SIZE);
+}
+
 static void send_terminate(struct side *s)
 {
 	struct swiw_rdmap_msg m = { .opcode = RDMAP_TERMINATE };
@@ -1188,6 +1283,7 @@ static void test_ird_and_align(void **state)
 {
 	struct swiw_rdmap_msg m = { .opcode = RDMAP_ATOMIC_REQ };
 	struct swiw_rxev ev;
+	struct swiw_term tm;
 	u32 src, t;
 	int i;
 
@@ -1213,6 +1309,26 @@ static void test_ird_and_align(void **state)
 	send_msg(A, &m, 0, 0, 1000, 0, false);
 	ev_expect(B, SWIW_RXEV_VIOLATION, &ev);
 	assert_int_equal(ev.violation, SWIW_V_RDMAP_ATOMIC_ALIGN);
+	ev_none(A);
+	teardown(NULL);
+
+	/* An aligned TO whose memory is not: the atomic itself fails, the
+	 * request's header still goes back. */
+	pair_new(&(struct opts){ 0 });
+	t = env_reg(&B->e, 0x3004, 64,
+		    SWIW_ACC_LOCAL_WRITE | SWIW_ACC_REMOTE_ATOMIC);
+	m.msn = A->msn_rreq++;
+	m.u.areq.stag = t;
+	m.u.areq.to = 0x3008;
+	send_msg(A, &m, 0, 0, 1000, 0, false);
+	ev_expect(B, SWIW_RXEV_VIOLATION, &ev);
+	assert_int_equal(ev.violation, SWIW_V_RDMAP_ATOMIC_ALIGN);
+	ev_term(&ev, &tm);
+	assert_int_equal(tm.hdrct, SWIW_TERM_M | SWIW_TERM_D);
+	assert_int_equal(tm.seg_len, sizeof(struct rdmap_atomic_req));
+	assert_memory_equal(tm.ddp_hdr, ev.hdr,
+			    sizeof(struct ddp_untagged_hdr));
+	assert_int_equal(ev.hdr[1] & 0x0f, RDMAP_ATOMIC_REQ);
 	ev_none(A);
 }
 
@@ -1335,6 +1451,8 @@ static void resp_refused(bool outstanding, u32 sink, u64 to, u32 len,
 			 u32 violation)
 {
 	struct swiw_rxev ev;
+	struct swiw_ddp_seg g;
+	struct swiw_term t;
 	u32 a_sink, b_src;
 
 	pair_new(&(struct opts){ 0 });
@@ -1349,6 +1467,13 @@ static void resp_refused(bool outstanding, u32 sink, u64 to, u32 len,
 	rogue_resp(sink ? sink : a_sink, to, len, b_src);
 	ev_expect(A, SWIW_RXEV_VIOLATION, &ev);
 	assert_int_equal(ev.violation, violation);
+	/* The head says a response failed (the provider then fails the
+	 * READ it answered): the segment refused, as sent. */
+	ev_term(&ev, &t);
+	/* Each case fails on a segment of 14 + 986 octets at most. */
+	term_seg(&t, 14 + SWIW_MIN(len, 986u), &g);
+	assert_int_equal(g.opcode, RDMAP_READ_RESP);
+	assert_int_equal(g.stag, sink ? sink : a_sink);
 	/* Nothing of it landed outside what a match would allow. */
 	assert_int_equal(mem(A, a_sink)[999], 0);
 	assert_int_equal(mem(A, a_sink)[1000 + 4096], 0);
@@ -1422,6 +1547,8 @@ static void test_send_inval_local(void **state)
 {
 	struct swiw_rxev ev;
 	struct swiw_lower_mr m = { 0 };
+	struct swiw_ddp_seg g;
+	struct swiw_term t;
 	u32 src, dst, local;
 
 	(void)state;
@@ -1434,6 +1561,9 @@ static void test_send_inval_local(void **state)
 	ev_expect(B, SWIW_RXEV_VIOLATION, &ev);
 	assert_int_equal(ev.violation, SWIW_V_RDMAP_CANT_INVALIDATE_OP);
 	assert_int_equal(ev.id, 5);
+	ev_term(&ev, &t);
+	term_seg(&t, 18 + 10, &g);
+	assert_int_equal(g.rsvd_ulp, local);
 	/* Still valid. */
 	assert_int_equal(env_mr_get(&B->e, local, &m), 0);
 	env_mr_put(&B->e, m.handle);
@@ -1559,6 +1689,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_rtr, teardown),
 		cmocka_unit_test_teardown(test_bad_txd, teardown),
 		cmocka_unit_test_teardown(test_peer_violations, teardown),
+		cmocka_unit_test_teardown(test_term_seg_len, teardown),
 		cmocka_unit_test_teardown(test_terminate, teardown),
 		cmocka_unit_test_teardown(test_closed, teardown),
 		cmocka_unit_test_teardown(test_fini_rqe, teardown),

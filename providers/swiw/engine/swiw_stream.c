@@ -75,19 +75,18 @@ static void async_event(struct swiw_stream *s, enum ibv_event_type ev)
 }
 
 /*
- * The stream ends: TERMINATE for @v (best effort), the QP to error, the
- * send WR the failure concerns with @sq_status (-1: none), the receive
- * in progress with the table's local status, everything else flushed,
- * and the async event @ev (0: none).
+ * swiw_stream_fail, with @sq_status for the send WR at infl[] position
+ * *@wr if given, else for the oldest one not done.
  */
-void swiw_stream_fail(struct swiw_stream *s, enum swiw_violation v,
-		      const void *seg, uint32_t seg_len, int sq_status,
-		      enum ibv_event_type ev)
+static void stream_fail(struct swiw_stream *s, enum swiw_violation v,
+			const void *seg, uint32_t seg_len, int sq_status,
+			const uint32_t *wr, enum ibv_event_type ev)
 {
 	const struct swiw_violation_info *vi = swiw_violation_info(v);
 	struct swiw_qp *qp = s->qp;
 	int rq_status = IBV_WC_WR_FLUSH_ERR;
 	bool first = true;
+	uint32_t at;
 
 	swiw_eng_assert_held();
 	if (s->failed)
@@ -118,21 +117,23 @@ void swiw_stream_fail(struct swiw_stream *s, enum swiw_violation v,
 
 	/* Send WRs taken from the ring, in order. */
 	swiw_stream_sq_drain(s);
+	at = wr ? *wr : s->infl_head;
 	while (s->infl_head != s->infl_tail) {
-		struct infl *w = &s->infl[s->infl_head++ & s->infl_mask];
+		uint32_t pos = s->infl_head++;
+		struct infl *w = &s->infl[pos & s->infl_mask];
 		struct swiw_cqe e = { .id = w->id,
 				      .opcode = w->opcode,
 				      .status = IBV_WC_WR_FLUSH_ERR,
 				      .qp_num = swiw_stream_qpn(s) };
 
-		if (first && sq_status >= 0 && !w->done) {
+		if (pos == at && sq_status >= 0 && !w->done) {
 			e.status = (uint16_t)sq_status;
 			e.vendor_err = s->vendor_err;
 		}
 		first = false;
 		swiw_stream_push_cqe(s, qp->scq, &e);
 	}
-	if (first && sq_status >= 0) {
+	if (first && sq_status >= 0 && !wr) {
 		const struct swiw_sqe *sqe = swiw_ring_cons_slot(&qp->sq_eng);
 
 		if (sqe) {
@@ -169,6 +170,19 @@ void swiw_stream_fail(struct swiw_stream *s, enum swiw_violation v,
 			       v == SWIW_V_LLP_LOST ? -ECONNRESET : -EPROTO);
 }
 
+/*
+ * The stream ends: TERMINATE for @v (best effort), the QP to error, the
+ * send WR the failure concerns with @sq_status (-1: none), the receive
+ * in progress with the table's local status, everything else flushed,
+ * and the async event @ev (0: none).
+ */
+void swiw_stream_fail(struct swiw_stream *s, enum swiw_violation v,
+		      const void *seg, uint32_t seg_len, int sq_status,
+		      enum ibv_event_type ev)
+{
+	stream_fail(s, v, seg, seg_len, sq_status, NULL, ev);
+}
+
 static enum ibv_event_type vi_event(enum swiw_violation v)
 {
 	const struct swiw_violation_info *vi = swiw_violation_info(v);
@@ -183,17 +197,49 @@ static enum ibv_event_type vi_event(enum swiw_violation v)
 	}
 }
 
+/*
+ * The WR a bad Read or Atomic Response @seg ends: the READ or atomic at
+ * the head of ORD, which it should have answered, as its infl[] position.
+ * False when @seg is no response, nothing is outstanding, or the head is
+ * the RTR's READ, whose entry is zeroed (no sink STag, which a READ WR's
+ * always has) and completes nothing.
+ */
+static bool resp_wr(const struct swiw_stream *s, const void *seg,
+		    uint32_t seg_len, uint32_t *wr)
+{
+	const struct rd_out *rd = &s->rd[s->rd_head % SWIW_MAX_ORD];
+	struct iwarp_ctrl c;
+	unsigned int op;
+
+	if (!seg || seg_len < sizeof(c) || s->rd_head == s->rd_tail)
+		return false;
+	memcpy(&c, seg, sizeof(c));
+	op = iwarp_opcode(&c);
+	if (op != RDMAP_READ_RESP && op != RDMAP_ATOMIC_RESP)
+		return false;
+	if (!rd->atomic && !rd->sink_stag)
+		return false;
+	*wr = rd->slot;
+	return true;
+}
+
 void swiw_stream_violation(struct swiw_stream *s, enum swiw_violation v,
 			   const void *seg, uint32_t seg_len)
 {
 	const struct swiw_violation_info *vi = swiw_violation_info(v);
+	uint32_t wr;
+	bool resp;
 
 	swiw_info("QP %u: %s, stream terminated", swiw_stream_qpn(s),
 		  vi ? vi->name : "?");
 	if (vi)
 		s->vendor_err =
 			SWIW_VENDOR_ERR(vi->layer, vi->etype, vi->ecode);
-	swiw_stream_fail(s, v, seg, seg_len, -1, vi_event(v));
+	/* The READ or atomic a bad response ended gets the table's status. */
+	resp = vi && vi->local_status != SWIW_WC_SUCCESS &&
+	       resp_wr(s, seg, seg_len, &wr);
+	stream_fail(s, v, seg, seg_len, resp ? (int)vi->local_status : -1,
+		    resp ? &wr : NULL, vi_event(v));
 }
 
 void swiw_stream_peer_closed(struct swiw_stream *s)

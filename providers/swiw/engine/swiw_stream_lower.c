@@ -296,6 +296,20 @@ static void ev_rqe(struct swiw_stream *s, const struct swiw_rxev *e)
 		s->rqe.bad = true; /* an SGE failed the lower half's checks */
 }
 
+/*
+ * A VIOLATION's segment length, for the TERMINATE: len, when hdr holds as
+ * much of the segment as swiw_term_from_violation() reads (a helper that
+ * reports no length leaves the header's own).
+ */
+static uint32_t ev_seg_len(const struct swiw_rxev *e)
+{
+	uint32_t hl = e->hdr_len < sizeof(e->hdr) ? e->hdr_len : sizeof(e->hdr);
+	uint32_t need = e->len < SWIW_TERM_SEG_HEAD ? e->len :
+						      SWIW_TERM_SEG_HEAD;
+
+	return e->len && hl >= need ? e->len : hl;
+}
+
 static void ev_handle(struct swiw_stream *s, const struct swiw_rxev *e)
 {
 	swiw_dbg("QP %u: event %u flags 0x%x id 0x%llx len %u status %u "
@@ -312,10 +326,7 @@ static void ev_handle(struct swiw_stream *s, const struct swiw_rxev *e)
 	case SWIW_RXEV_VIOLATION:
 		ev_rqe(s, e);
 		swiw_stream_violation(s, (enum swiw_violation)e->violation,
-				      e->hdr,
-				      e->hdr_len < sizeof(e->hdr) ?
-					      e->hdr_len :
-					      sizeof(e->hdr));
+				      e->hdr, ev_seg_len(e));
 		break;
 	case SWIW_RXEV_CLOSED:
 		ev_rqe(s, e);

@@ -171,10 +171,13 @@ void swiw_lower_rqe_drop(struct swiw_lower *l)
 
 /*
  * Reception ends with @type (VIOLATION or CLOSED), once: the RQE taken
- * for a message not complete goes back with it.
+ * for a message not complete goes back with it. A VIOLATION names the
+ * offending segment for the TERMINATE: @hdr, its first @hdr_len octets
+ * (min(@seg_len, SWIW_FPDU_PEEK_MAX), as the deframer keeps them), and
+ * @seg_len, its length, which the DDP Segment Length field reports.
  */
 void swiw_lower_rx_end(struct swiw_lower *l, u8 type, u32 violation, u32 status,
-		       const u8 *hdr, u32 hdr_len)
+		       const u8 *hdr, u32 hdr_len, u32 seg_len)
 {
 	struct swiw_rxev ev;
 
@@ -187,8 +190,10 @@ void swiw_lower_rx_end(struct swiw_lower *l, u8 type, u32 violation, u32 status,
 	ev.violation = violation;
 	ev.status = status;
 	ev.hdr_len = (u8)SWIW_MIN(hdr_len, (u32)SWIW_DDP_HDR_MAX);
-	if (ev.hdr_len)
+	if (ev.hdr_len) {
 		memcpy(ev.hdr, hdr, ev.hdr_len);
+		ev.len = seg_len;
+	}
 	if (l->rqe.valid) {
 		ev.id = l->rqe.id;
 		ev.flags = SWIW_RXEV_RQE;
@@ -229,7 +234,7 @@ void swiw_lower_fini(struct swiw_lower *l)
 	swiw_lower_tmr_drop(l);
 	if (l->rqe.valid && !l->rx_done)
 		swiw_lower_rx_end(l, SWIW_RXEV_CLOSED, SWIW_V_NONE, ECANCELED,
-				  NULL, 0);
+				  NULL, 0, 0);
 	swiw_lower_rqe_drop(l);
 	l->rx_done = true;
 	l->tx_failed = true;

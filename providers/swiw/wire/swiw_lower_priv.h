@@ -40,7 +40,7 @@ static inline void swiw_lower_slot_copy(void *dst, const u8 *slot, size_t len)
 bool swiw_lower_ev_room(struct swiw_lower *l, u32 n);
 void swiw_lower_ev_post(struct swiw_lower *l, const struct swiw_rxev *ev);
 void swiw_lower_rx_end(struct swiw_lower *l, u8 type, u32 violation, u32 status,
-		       const u8 *hdr, u32 hdr_len);
+		       const u8 *hdr, u32 hdr_len, u32 seg_len);
 void swiw_lower_rqe_drop(struct swiw_lower *l);
 void swiw_lower_tmr_drop(struct swiw_lower *l);
 void swiw_lower_wake(struct swiw_lower *l);

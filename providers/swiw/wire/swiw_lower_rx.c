@@ -255,7 +255,7 @@ static void on_hdr(struct swiw_lower *l)
 		 * provider never answers one. */
 		if (l->rqe.bad || rc != -EPROTO)
 			v = SWIW_V_DDP_CATASTROPHIC;
-		swiw_lower_rx_end(l, SWIW_RXEV_VIOLATION, v, 0, h, hl);
+		swiw_lower_rx_end(l, SWIW_RXEV_VIOLATION, v, 0, h, hl, ulen);
 		return;
 	}
 	l->seg_ok = true;
@@ -266,6 +266,21 @@ static void on_hdr(struct swiw_lower *l)
 		       l->seg.opcode == RDMAP_WRITE && !l->seg.payload_len;
 	if (hl > l->seg.hdr_len)
 		place(l, 0, h, hl);
+}
+
+/*
+ * The segment just received whole broke a rule its header alone could
+ * not: reception ends with @v, and the TERMINATE gets the segment's head
+ * and length as for one refused at its header (the deframer keeps both
+ * until the next FPDU starts).
+ */
+static void seg_violation(struct swiw_lower *l, enum swiw_violation v)
+{
+	u32 hl;
+	const u8 *h = swiw_fpdu_rx_hdr(&l->frx, &hl);
+
+	swiw_lower_rx_end(l, SWIW_RXEV_VIOLATION, v, 0, h, hl,
+			  swiw_fpdu_rx_ulpdu_len(&l->frx));
 }
 
 /* A Read or Atomic Request passed every check: queue its response. */
@@ -281,9 +296,7 @@ static void queue_resp(struct swiw_lower *l)
 				      l->tmr.base + l->dst.offset, &g->u.areq,
 				      &orig)) {
 			/* Aligned TO, memory no atomic can reach. */
-			swiw_lower_rx_end(l, SWIW_RXEV_VIOLATION,
-					  SWIW_V_RDMAP_ATOMIC_ALIGN, 0, NULL,
-					  0);
+			seg_violation(l, SWIW_V_RDMAP_ATOMIC_ALIGN);
 			return;
 		}
 		r->atomic = true;
@@ -325,11 +338,9 @@ static bool remote_inv(struct swiw_lower *l, u32 stag)
 	}
 	if (!rc)
 		return true;
-	swiw_lower_rx_end(l, SWIW_RXEV_VIOLATION,
-			  rc == -EACCES ? SWIW_V_RDMAP_CANT_INVALIDATE_OP :
-			  rc == -EPERM	? SWIW_V_RDMAP_STAG_NOT_ASSOC :
-					  SWIW_V_RDMAP_CANT_INVALIDATE,
-			  0, NULL, 0);
+	seg_violation(l, rc == -EACCES ? SWIW_V_RDMAP_CANT_INVALIDATE_OP :
+			 rc == -EPERM  ? SWIW_V_RDMAP_STAG_NOT_ASSOC :
+					 SWIW_V_RDMAP_CANT_INVALIDATE);
 	return false;
 }
 
@@ -424,7 +435,7 @@ static void rx_broken(struct swiw_lower *l)
 	enum swiw_violation v = swiw_fpdu_rx_violation(&l->frx);
 
 	swiw_lower_rx_end(l, SWIW_RXEV_VIOLATION,
-			  v ? v : SWIW_V_DDP_CATASTROPHIC, 0, NULL, 0);
+			  v ? v : SWIW_V_DDP_CATASTROPHIC, 0, NULL, 0, 0);
 }
 
 /*
@@ -588,7 +599,7 @@ int swiw_lower_rx_pull(struct swiw_lower *l, u32 reads)
 			break;
 		if (n <= 0) {
 			swiw_lower_rx_end(l, SWIW_RXEV_CLOSED, SWIW_V_NONE,
-					  (u32)-n, NULL, 0);
+					  (u32)-n, NULL, 0, 0);
 			break;
 		}
 		/* Less than asked: the transport had no more. */
@@ -618,6 +629,7 @@ int swiw_lower_rx_pull(struct swiw_lower *l, u32 reads)
 
 void swiw_lower_rx_closed(struct swiw_lower *l, int err)
 {
-	swiw_lower_rx_end(l, SWIW_RXEV_CLOSED, SWIW_V_NONE, (u32)err, NULL, 0);
+	swiw_lower_rx_end(l, SWIW_RXEV_CLOSED, SWIW_V_NONE, (u32)err, NULL, 0,
+			  0);
 	swiw_lower_wake(l);
 }

@@ -358,7 +358,7 @@ static bool batch_build(struct swiw_lower *l)
 				l->tx_failed = true;
 				swiw_lower_rx_end(l, SWIW_RXEV_VIOLATION,
 						  SWIW_V_RDMAP_CATASTROPHIC, 0,
-						  NULL, 0);
+						  NULL, 0, 0);
 				return false;
 			}
 			continue;
@@ -384,7 +384,7 @@ int swiw_lower_tx(struct swiw_lower *l)
 			l->tx_failed = true;
 			swiw_lower_tx_drop(l);
 			swiw_lower_rx_end(l, SWIW_RXEV_CLOSED, SWIW_V_NONE,
-					  (u32)-rc, NULL, 0);
+					  (u32)-rc, NULL, 0, 0);
 			break;
 		}
 		if (!rc) {

@@ -116,13 +116,19 @@ struct swiw_term {
 	u8 rdmap_hdr[SWIW_TERM_RDMAP_HDR_SIZE]; /* with R */
 };
 
+/* The most of a segment swiw_term_from_violation() reads: a Read Request. */
+#define SWIW_TERM_SEG_HEAD ((u32)sizeof(struct rdmap_read_req))
+
 /*
- * Fills @t with the TERMINATE for violation @v detected on the DDP segment
- * @seg of @seg_len octets (the whole ULPDU as received; NULL/0 when there
- * is none): the row's code, and the DDP Segment Length, DDP header and
- * Read Request header as far as the row asks for them and @seg holds them
- * (R only when the segment is a Read Request). Returns 0, or -EINVAL when
- * @v is out of range or its row sends no TERMINATE.
+ * Fills @t with the TERMINATE for violation @v detected on a DDP segment
+ * of @seg_len octets (its whole ULPDU, header and payload; 0 when there
+ * is none) whose first octets are at @seg: at least min(@seg_len,
+ * SWIW_TERM_SEG_HEAD) of them, so the head a deframer kept will do, as
+ * for swiw_ddp_rx_segment(). The row's code, and the DDP Segment Length
+ * (@seg_len), DDP header and Read Request header as far as the row asks
+ * for them and the segment has them (R only when it is a Read Request).
+ * Returns 0, or -EINVAL when @v is out of range or its row sends no
+ * TERMINATE.
  */
 int swiw_term_from_violation(enum swiw_violation v, const void *seg,
 			     u32 seg_len, struct swiw_term *t);
