@@ -8,16 +8,9 @@
  */
 #include "swiw_be_proc.h"
 
-/*
- * At most this many reads a call, so that under a steady stream the
- * upper half drains the events (completions) in between: the socket
- * stays readable, and level-triggered epoll comes back at once.
- */
-#define INPROC_RX_READS 4
-
 static void inproc_rx(struct swiw_proc_stream *ps)
 {
-	swiw_lower_rx_pull(&ps->l, INPROC_RX_READS);
+	swiw_lower_rx_pull(&ps->l, SWIW_PROC_RX_READS);
 }
 
 static const struct swiw_proc_mode inproc_mode = {

@@ -18,6 +18,13 @@
 #include "swiw_lower.h"
 
 #define SWIW_PROC_STAGE (256 * 1024)
+/*
+ * Reads (stage-fulls) a stream's receive takes per call, so that under a
+ * steady stream the upper half drains the events (completions) in
+ * between: the socket stays readable, and level-triggered epoll comes
+ * back at once.
+ */
+#define SWIW_PROC_RX_READS 4
 
 struct swiw_proc_stream;
 

@@ -10,8 +10,6 @@
 
 #include "swiw_be_proc.h"
 
-#define RING_RX_READS 4 /* stage-fulls per call, as inproc_rx */
-
 /* Feeds what the socket holds, keeping what a stalled lower half left. */
 static void ring_rx(struct swiw_proc_stream *ps)
 {
@@ -31,7 +29,7 @@ static void ring_rx(struct swiw_proc_stream *ps)
 				return; /* stalled or ended */
 			continue;
 		}
-		if (swiw_lower_stalled(&ps->l) || reads++ == RING_RX_READS)
+		if (swiw_lower_stalled(&ps->l) || reads++ == SWIW_PROC_RX_READS)
 			return;
 		n = recv(ps->fd, ps->stage, SWIW_PROC_STAGE, MSG_DONTWAIT);
 		if (n > 0) {

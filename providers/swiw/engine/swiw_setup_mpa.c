@@ -398,17 +398,6 @@ static void setup_event(struct swiw_stream *s, uint32_t events)
 		swiw_tx_pump(s);
 }
 
-static bool setup_drain(struct swiw_stream *s)
-{
-	(void)s;
-	return false;
-}
-
-static void setup_nothing(struct swiw_stream *s)
-{
-	(void)s;
-}
-
 static void setup_fail(struct swiw_stream *s, enum swiw_violation v,
 		       const void *seg, uint32_t seg_len)
 {
@@ -418,10 +407,10 @@ static void setup_fail(struct swiw_stream *s, enum swiw_violation v,
 
 const struct swiw_stream_ops swiw_setup_ops = {
 	.event = setup_event,
-	.drain = setup_drain,
-	.doorbell = setup_nothing,
+	.drain = swiw_stream_no_drain,
+	.doorbell = swiw_stream_nop,
 	.fail = setup_fail,
-	.detach = setup_nothing,
+	.detach = swiw_stream_nop,
 };
 
 _Static_assert((int)SWIW_CONFIG_RTR_SEND == (int)SWIW_MPA_RTR_SEND &&

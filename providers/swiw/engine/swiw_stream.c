@@ -437,13 +437,13 @@ static void idle_event(struct swiw_stream *s, uint32_t events)
 	(void)events;
 }
 
-static bool idle_drain(struct swiw_stream *s)
+bool swiw_stream_no_drain(struct swiw_stream *s)
 {
 	(void)s;
 	return false;
 }
 
-static void idle_stream(struct swiw_stream *s)
+void swiw_stream_nop(struct swiw_stream *s)
 {
 	(void)s;
 }
@@ -459,8 +459,8 @@ static void idle_fail(struct swiw_stream *s, enum swiw_violation v,
 
 const struct swiw_stream_ops swiw_idle_ops = {
 	.event = idle_event,
-	.drain = idle_drain,
-	.doorbell = idle_stream,
+	.drain = swiw_stream_no_drain,
+	.doorbell = swiw_stream_nop,
 	.fail = idle_fail,
-	.detach = idle_stream,
+	.detach = swiw_stream_nop,
 };

@@ -117,6 +117,9 @@ struct swiw_stream_ops {
 
 extern const struct swiw_stream_ops swiw_setup_ops, swiw_link_ops,
 	swiw_idle_ops;
+/* The ops that do nothing (swiw_stream.c), for the tables above. */
+bool swiw_stream_no_drain(struct swiw_stream *s);
+void swiw_stream_nop(struct swiw_stream *s);
 
 /* A connected QP's stream: the upper half of its lower half. */
 struct swiw_stream {
