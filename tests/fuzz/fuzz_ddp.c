@@ -61,7 +61,14 @@ static void term_for(enum swiw_violation v, const u8 *seg, u32 len)
 	int n;
 
 	CHECK(vi && v != SWIW_V_NONE);
-	CHECK(swiw_term_from_violation(v, seg, len, &t) == 0);
+	n = swiw_term_from_violation(v, seg, len, &t);
+	if (n == -EPERM) {
+		/* Only a TERMINATE at fault in DDP or RDMAP goes unanswered. */
+		CHECK(vi->layer != TERM_LAYER_LLP && len >= 2 &&
+		      !(seg[0] & 0x80) && (seg[1] & 0x0f) == RDMAP_TERMINATE);
+		return;
+	}
+	CHECK(n == 0);
 	n = swiw_term_build(&t, out, sizeof(out));
 	CHECK(n > 0);
 	CHECK(swiw_term_parse(out, (u32)n, &back) == 0);

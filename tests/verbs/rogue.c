@@ -174,6 +174,31 @@ int rogue_establish(struct rogue *r, int ms)
 	return 0;
 }
 
+int rogue_send_ulpdu(struct rogue *r, const void *hdr, u32 hdr_len,
+		     const void *payload, u32 payload_len)
+{
+	struct swiw_fpdu_frame f;
+	struct swiw_iov piece[2], fiov[8];
+	struct iovec iov[8];
+	u32 i;
+	int rc;
+
+	piece[0].base = hdr;
+	piece[0].len = hdr_len;
+	piece[1].base = payload_len ? payload : NULL;
+	piece[1].len = payload_len;
+	f.iov = fiov;
+	f.max_iov = SWIW_ARRAY_SIZE(fiov);
+	rc = swiw_fpdu_tx_build(&r->ftx, piece, 2, &f);
+	if (rc)
+		return rc;
+	for (i = 0; i < f.n_iov; i++) {
+		iov[i].iov_base = (void *)fiov[i].base;
+		iov[i].iov_len = fiov[i].len;
+	}
+	return write_all(r->fd, iov, (int)f.n_iov);
+}
+
 int rogue_send(struct rogue *r, const struct swiw_rdmap_msg *m,
 	       const void *payload, u32 mulpdu)
 {
@@ -181,11 +206,7 @@ int rogue_send(struct rogue *r, const struct swiw_rdmap_msg *m,
 	struct swiw_rdmap_msg msg = *m;
 	struct swiw_ddp_txseg s;
 	struct swiw_ddp_tx tx;
-	struct swiw_fpdu_frame f;
-	struct swiw_iov piece[2], fiov[8];
-	struct iovec iov[8];
 	u8 hdr[SWIW_DDP_HDR_MAX];
-	u32 i;
 	int rc;
 
 	if (!op)
@@ -204,22 +225,11 @@ int rogue_send(struct rogue *r, const struct swiw_rdmap_msg *m,
 			memcpy(r->hdr[r->nhdr], hdr, s.hdr_len);
 			r->seg_len[r->nhdr++] = s.hdr_len + s.payload_len;
 		}
-		piece[0].base = hdr;
-		piece[0].len = s.hdr_len;
-		piece[1].base = s.payload_len ?
-					(const u8 *)payload + s.payload_off :
-					NULL;
-		piece[1].len = s.payload_len;
-		f.iov = fiov;
-		f.max_iov = SWIW_ARRAY_SIZE(fiov);
-		rc = swiw_fpdu_tx_build(&r->ftx, piece, 2, &f);
-		if (rc)
-			return rc;
-		for (i = 0; i < f.n_iov; i++) {
-			iov[i].iov_base = (void *)fiov[i].base;
-			iov[i].iov_len = fiov[i].len;
-		}
-		rc = write_all(r->fd, iov, (int)f.n_iov);
+		rc = rogue_send_ulpdu(r, hdr, s.hdr_len,
+				      s.payload_len ? (const u8 *)payload +
+							      s.payload_off :
+						      NULL,
+				      s.payload_len);
 		if (rc)
 			return rc;
 	}

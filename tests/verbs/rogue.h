@@ -72,6 +72,13 @@ int rogue_send(struct rogue *r, const struct swiw_rdmap_msg *m,
 	       const void *payload, u32 mulpdu);
 
 /*
+ * One FPDU around a ULPDU the caller built (@hdr, then @payload), which
+ * need not be valid: 0 or a negative errno.
+ */
+int rogue_send_ulpdu(struct rogue *r, const void *hdr, u32 hdr_len,
+		     const void *payload, u32 payload_len);
+
+/*
  * The next FPDU within @ms: 0, -ETIMEDOUT, -ENODATA at the peer's FIN,
  * -EPROTO when the framing (length, CRC) is broken, another -errno.
  */

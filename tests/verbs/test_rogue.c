@@ -18,6 +18,7 @@
  *    well as the region's rights, as modify_qp leaves them.
  * 3. A Send with Invalidate may invalidate only a region of the QP's PD
  *    with a remote right; another stays valid.
+ * And a TERMINATE that breaks a rule is never answered with one.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -1219,6 +1220,41 @@ static void test_inv_remote_ok(void **state)
 	assert_memory_equal(f->tgt, pattern + 7, BUF);
 }
 
+/* TERMINATEs ------------------------------------------------------- */
+
+/*
+ * A TERMINATE that breaks a rule ends the stream like any violation, but
+ * gets no TERMINATE back: only FIN. Here one with MSN 2 on its queue
+ * (swiw_term_build always writes 1, the one due), and one too short for
+ * its own control word.
+ */
+static void bad_terminate(struct fx *f, u32 len, u32 msn, enum swiw_violation v)
+{
+	struct swiw_term t = { .layer = TERM_LAYER_RDMAP, .etype = 1 };
+	u8 out[SWIW_TERM_MAX_LEN];
+	int n;
+
+	connect_rogue(f, &f->c[0], f->pd, CM_ACCESS);
+	post_recvs(f, f->c[0].id->qp, 2);
+	n = swiw_term_build(&t, out, sizeof(out));
+	assert_true(n >= (int)len);
+	msn = htonl(msn);
+	memcpy(out + offsetof(struct ddp_untagged_hdr, msn), &msn, 4);
+	assert_int_equal(rogue_send_ulpdu(f->c[0].r, out, len, NULL, 0), 0);
+	assert_int_equal(rogue_wait_eof(f->c[0].r, 5000), 0);
+	expect_qp_failed(f->c[0].id->qp, v, 0, false, 2, -1);
+}
+
+static void test_terminate_bad_msn(void **state)
+{
+	bad_terminate(*state, SWIW_TERM_MIN_LEN, 2, SWIW_V_DDP_UT_MSN_RANGE);
+}
+
+static void test_terminate_malformed(void **state)
+{
+	bad_terminate(*state, SWIW_TERM_MIN_LEN - 1, 1, SWIW_V_RDMAP_MALFORMED);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 /* Usage: test_rogue [PATTERN], PATTERN selecting tests by name. */
@@ -1252,6 +1288,8 @@ int main(int argc, char **argv)
 		T(test_inv_local_only),
 		T(test_inv_other_pd),
 		T(test_inv_remote_ok),
+		T(test_terminate_bad_msn),
+		T(test_terminate_malformed),
 	};
 
 	setvbuf(stdout, NULL, _IOLBF, 0);

@@ -604,9 +604,21 @@ static void test_one_terminate_per_stream(void **state)
 	assert_int_equal(swiw_ddp_rx_segment(&rx, out, 22, &s, &d, &v),
 			 -EPROTO);
 	assert_int_equal(v, SWIW_V_DDP_UT_MSN_RANGE);
+	/* Neither is answered with a TERMINATE (RFC 5040: the stream ends
+	 * at one). */
+	assert_int_equal(swiw_term_from_violation(v, out, 22, &t), -EPERM);
 	/* A TERMINATE that lacks its own control word is malformed. */
 	assert_int_equal(swiw_ddp_parse(out, 21, 0, &s, &v), -EPROTO);
 	assert_int_equal(v, SWIW_V_RDMAP_MALFORMED);
+	assert_int_equal(swiw_term_from_violation(v, out, 21, &t), -EPERM);
+	/* An MPA fault is, whatever the header seems to say. */
+	assert_int_equal(swiw_term_from_violation(SWIW_V_MPA_CRC, out, 22, &t),
+			 0);
+	/* A tagged segment with the TERMINATE's opcode is no TERMINATE. */
+	out[0] |= 0x80;
+	assert_int_equal(swiw_term_from_violation(SWIW_V_DDP_T_INVALID_STAG,
+						  out, 22, &t),
+			 0);
 }
 
 #define ENT_ROW(v) cmocka_unit_test(row_##v),

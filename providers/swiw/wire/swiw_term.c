@@ -275,6 +275,13 @@ int swiw_term_from_violation(enum swiw_violation v, const void *seg,
 
 	if (!vi || (vi->flags & SWIW_VI_NO_TERM) || !t)
 		return -EINVAL;
+	/* RFC 5040 ends the stream at a TERMINATE: one that breaks a DDP
+	 * or RDMAP rule is not answered. An MPA fault (CRC, marker,
+	 * length) is, whatever the header says: its bytes are not to be
+	 * trusted. */
+	if (vi->layer != TERM_LAYER_LLP && s && seg_len >= 2 &&
+	    !(s[0] & 0x80) && (s[1] & 0x0f) == RDMAP_TERMINATE)
+		return -EPERM;
 	memset(t, 0, sizeof(*t));
 	t->layer = vi->layer;
 	t->etype = vi->etype;

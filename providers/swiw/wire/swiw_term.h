@@ -127,8 +127,9 @@ struct swiw_term {
  * for swiw_ddp_rx_segment(). The row's code, and the DDP Segment Length
  * (@seg_len), DDP header and Read Request header as far as the row asks
  * for them and the segment has them (R only when it is a Read Request).
- * Returns 0, or -EINVAL when @v is out of range or its row sends no
- * TERMINATE.
+ * Returns 0, -EINVAL when @v is out of range or its row sends no
+ * TERMINATE, or -EPERM when the segment is itself a TERMINATE and @v a
+ * DDP or RDMAP fault: a TERMINATE is never answered with one.
  */
 int swiw_term_from_violation(enum swiw_violation v, const void *seg,
 			     u32 seg_len, struct swiw_term *t);

@@ -40,6 +40,7 @@ typedef u32 __bitwise __le32;
 typedef u64 __bitwise __le64;
 
 /* Linux's values, which user space and the kernel share. */
+#define EPERM 1
 #define ENOENT 2
 #define EIO 5
 #define E2BIG 7
