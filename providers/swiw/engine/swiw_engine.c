@@ -35,11 +35,13 @@
  * post_send transmits what it queued. A busy-polling program then moves
  * its own data with no thread wake-up in the path. While one does so in
  * a loop (last_poll_ns is within SWIW_ENG_POLLING_NS), the progress
- * thread does not wait on the sockets but naps, so it neither competes
- * for the CPUs nor for the lock; once the program stops calling (it
- * blocks, sits in pause(), or spins on memory as ib_write_lat does), the
- * thread works as in thread mode within SWIW_ENG_NAP_NS. Only the thread reaps
- * the graveyard, after handling its own epoll_wait(), as above.
+ * thread does not wait on the sockets but naps, and takes the lock only
+ * when it is free, so it neither competes for the CPUs nor for the lock
+ * (post_send's own pump rings no doorbell either); once the program stops
+ * calling (it blocks, sits in pause(), or spins on memory as ib_write_lat
+ * does), the thread works as in thread mode within SWIW_ENG_NAP_NS. Only
+ * the thread reaps the graveyard, after handling its own epoll_wait(), as
+ * above.
  *
  * A CQ, fed by many QPs and also reached by resize_cq, is produced into
  * under its own eng_lock.
@@ -63,6 +65,8 @@
  * loop: the thread naps for SWIW_ENG_NAP_NS rather than compete. */
 #define SWIW_ENG_POLLING_NS 10000
 #define SWIW_ENG_NAP_NS 50000
+/* Naps the thread may find the lock taken before it waits for it. */
+#define SWIW_ENG_BUSY_NAPS 20
 
 static pthread_mutex_t eng_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned long eng_owner; /* pthread_self() of the holder, or 0 */
@@ -147,12 +151,18 @@ static bool eng_trylock(void)
 void swiw_engine_sq_posted(struct swiw_qp *qp)
 {
 	if (eng_poll_mode && eng_trylock()) {
-		if (qp->stream)
+		bool pumped = qp->stream;
+
+		if (pumped)
 			swiw_stream_pump(qp->stream);
 		swiw_eng_unlock();
-		/* The pump left the SQ empty (armed) or will come back to
-		 * it (socket full: EPOLLOUT); only a WR that slipped in
-		 * behind it still needs the bell. */
+		/* The pump took this WR, or will come back to it (socket
+		 * full: EPOLLOUT; ORD or a fence: a response). A WR another
+		 * thread posts behind it finds the SQ armed and rings for
+		 * itself: a bell here would only wake the thread for
+		 * nothing, once per message. */
+		if (pumped)
+			return;
 	}
 	if (__atomic_exchange_n(&qp->sq_armed, 0, __ATOMIC_SEQ_CST))
 		swiw_eng_doorbell();
@@ -270,7 +280,7 @@ static void *eng_main(void *arg)
 {
 	struct epoll_event evs[64];
 	uint64_t spin_until = 0;
-	int n, wait_ms = -1;
+	int n, wait_ms = -1, busy_naps = 0;
 
 	(void)arg;
 	/* Naps of tens of microseconds: the default 50 us slack would
@@ -285,6 +295,16 @@ static void *eng_main(void *arg)
 
 			nanosleep(&nap, NULL);
 			n = 0;
+			/* A program polling in a loop holds the lock often:
+			 * waiting for it would make each of its unlocks a
+			 * futex wake-up. Timers can wait a few naps. */
+			if (eng_trylock()) {
+				busy_naps = 0;
+				goto locked;
+			}
+			if (++busy_naps < SWIW_ENG_BUSY_NAPS)
+				continue;
+			busy_naps = 0;
 		} else {
 			uint64_t now = now_ns();
 
@@ -297,10 +317,20 @@ static void *eng_main(void *arg)
 					 __ATOMIC_RELAXED);
 			n = epoll_wait(eng_epfd, evs, 64, wait_ms);
 			__atomic_store_n(&thread_wake_ns, 0, __ATOMIC_RELAXED);
+			/* Woken with the program that drives the engine: its
+			 * own epoll_wait() reports the same events (level
+			 * triggered), so leave them to it rather than queue
+			 * on the lock. */
+			if (n > 0 && app_polling()) {
+				if (!eng_trylock())
+					continue;
+				goto locked;
+			}
 		}
 		while (__atomic_load_n(&eng_waiters, __ATOMIC_RELAXED))
 			sched_yield();
 		eng_lock_raw();
+locked:
 		work = eng_events(evs, n, true);
 		swiw_conn_run();
 		swiw_streams_reap();
