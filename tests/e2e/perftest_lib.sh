@@ -22,7 +22,7 @@ export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 # the server's/client's environment. ROWS=N: the client must print N
 # figure lines (one per size with -a).
 pair() {
-	local prog=$1 report=$2 port srv_rc rows cpre=()
+	local prog=$1 report=$2 port srv_rc rows tries cpre=()
 
 	shift 2
 	port=$((10000 + RANDOM % 20000)) # below the ephemeral range
@@ -41,13 +41,17 @@ pair() {
 		pd_leak_ok "$srv_rc" "$(cat "$T_TMP/srv.err")" && srv_rc=0
 	fi
 	if [ "$RC" -ne 0 ] || [ "$srv_rc" -ne 0 ]; then
-		# Under QEMU TCG perftest's CPU clock estimate can fail its
-		# own fit ("Can't produce a report") after a good run:
-		# only there, and only for that, run the pair again.
-		if [ "${SWIW_E2E_TCG:-0}" = 1 ] && [ "${PAIR_TRY:-1}" -lt 8 ] &&
+		# perftest's CPU clock estimate can fail its own fit ("Can't
+		# produce a report") after a good run: under QEMU TCG, and on
+		# a loaded host (seen under ASan and TSan with the VM lab
+		# running beside, as .ci/run runs it). Only for that, run the
+		# pair again: up to 8 tries under TCG, 3 on a host.
+		tries=3
+		[ "${SWIW_E2E_TCG:-0}" = 1 ] && tries=8
+		if [ "${PAIR_TRY:-1}" -lt "$tries" ] &&
 			{ cat "$T_TMP/srv.err"; printf '%s\n' "$ERR"; } |
 				grep -q "Can't produce a report"; then
-			note "$prog $*: perftest's clock fit failed under TCG, again"
+			note "$prog $*: perftest's clock fit failed, again"
 			PAIR_TRY=$((${PAIR_TRY:-1} + 1)) pair "$prog" "$report" "$@"
 			return
 		fi

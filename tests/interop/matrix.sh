@@ -75,14 +75,31 @@ for pcap in "${!split[@]}"; do
 done
 
 cstart=$SECONDS
+# Each capture's check keeps a core busy with tshark for a second or
+# more: as many run at once as there are cores, each into checks/NAME.out
+# and its exit status into checks/NAME.rc, read in order below.
+mkdir -p "$keep/checks"
+declare -A checking=()
+while IFS='|' read -r name _ _ _ _ _ r _ _ _ _ crc maddrs _; do
+	[ -n "$name" ] && [ "$r" = PASS ] && [ -z "${checking[$name]:-}" ] || continue
+	checking[$name]=1
+	job_slot
+	# shellcheck disable=SC2086 # addresses are words
+	{
+		bash "$CHECK" "$keep/runs/$name.pcap" "$crc" ${maddrs//[,-]/ } \
+			>"$keep/checks/$name.out" 2>&1
+		echo $? >"$keep/checks/$name.rc"
+	} &
+done <"$keep/results"
+wait
 declare -A cell=() fig=()
 notes=()
 while IFS='|' read -r name group tool srv cli mpa r f unit pcap ports crc maddrs note; do
 	[ -n "$name" ] || continue
 	if [ "$r" = PASS ]; then
-		# shellcheck disable=SC2086 # addresses are words
-		out=$(bash "$CHECK" "$keep/runs/$name.pcap" "$crc" ${maddrs//[,-]/ } 2>&1)
-		crc_rc=$?
+		out=$(cat "$keep/checks/$name.out" 2>&1)
+		crc_rc=$(cat "$keep/checks/$name.rc" 2>/dev/null)
+		[[ $crc_rc =~ ^[0-9]+$ ]] || crc_rc=1
 		# A run that failed as expected may end before any FPDU: then
 		# its handshake is all there is to judge.
 		if [ "$crc_rc" -ne 0 ] && [[ $note == "expected failure"* ]] &&

@@ -20,6 +20,7 @@
 #                           keeps its output ($OUT, $ERR, $RC) for the
 #                           assert_* family
 #   poll, wait_for, wait_until, gone, listening
+#   job_slot                at most nproc background jobs at once
 #   serve, served           a server in the background for a client
 #   split_args              a server's words and its client's, split at --
 #   need_swiw, swiw_prefix  swiw-run ($SWIW_RUN) and the prefix that starts a
@@ -316,6 +317,15 @@ wait_until() {
 	poll "$1" "${@:3}" && return 0
 	[ -n "$LAST" ] && show_last >&2
 	fail "waited ${1}s: $2"
+}
+
+# job_slot: returns once fewer background jobs of this shell run than
+# there are cores (nproc), for work started with & that keeps one core
+# busy (a capture judged by tshark, say).
+job_slot() {
+	while [ "$(jobs -rp | wc -l)" -ge "$(nproc)" ]; do
+		wait -n
+	done
 }
 
 # gone PID: the process has exited.

@@ -23,9 +23,21 @@ fi
 n=$(wc -l <"$keep/manifest" 2>/dev/null || echo 0)
 # capture.sh captures seven settings a run, and the guest ran it twice.
 [ "$n" -eq 14 ] || check_fail "$n captures kept, 14 expected"
+# As many checks at once as there are cores (tshark keeps one busy),
+# each into FILE.out and its exit status into FILE.rc, read in order.
 while read -r file crc addrs; do
+	job_slot
 	# shellcheck disable=SC2086 # addresses are words
-	if out=$(bash "$HERE/../wire/capture_check.sh" "$keep/$file" "$crc" $addrs 2>&1); then
+	{
+		bash "$HERE/../wire/capture_check.sh" "$keep/$file" "$crc" $addrs \
+			>"$keep/$file.out" 2>&1
+		echo $? >"$keep/$file.rc"
+	} &
+done <"$keep/manifest"
+wait
+while read -r file crc addrs; do
+	out=$(cat "$keep/$file.out" 2>&1)
+	if [ "$(cat "$keep/$file.rc" 2>/dev/null)" = 0 ]; then
 		check_pass "$file: $(tail -1 <<<"$out")"
 	else
 		echo "$out"

@@ -65,11 +65,12 @@ filter=${filter# || }
 # Retransmitted and reordered segments (TCG's slow timers cause spurious
 # ones) are left out: the MPA dissector does not reassemble, so it reads
 # them from a wrong start; the receiver's own CRC check covered them.
-retx=$("${ts[@]}" -Y "($filter) && (tcp.analysis.retransmission || tcp.analysis.out_of_order)" \
-	2>/dev/null | wc -l)
-# Their directions, where ddp_sequence.py takes a forward jump as a gap.
-DDP_GAP_SIDES=$("${ts[@]}" -Y "($filter) && (tcp.analysis.retransmission || tcp.analysis.out_of_order)" \
-	-T fields -E separator=';' -e tcp.stream -e tcp.srcport 2>/dev/null | sort -u | tr '\n' ' ')
+# One line each, with its direction, where ddp_sequence.py takes a
+# forward jump as a gap.
+"${ts[@]}" -Y "($filter) && (tcp.analysis.retransmission || tcp.analysis.out_of_order)" \
+	-T fields -E separator=';' -e tcp.stream -e tcp.srcport >"$T_TMP/retx" 2>/dev/null
+retx=$(wc -l <"$T_TMP/retx")
+DDP_GAP_SIDES=$(sort -u "$T_TMP/retx" | tr '\n' ' ')
 export DDP_GAP_SIDES
 filter="($filter) && !tcp.analysis.retransmission && !tcp.analysis.out_of_order"
 
