@@ -6,7 +6,6 @@
  */
 #include <errno.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "swiw.h"
 
@@ -14,30 +13,6 @@
 _Static_assert(IBV_WC_SUCCESS == 0 && IBV_WC_WR_FLUSH_ERR == 5 &&
 		       IBV_WC_REM_ACCESS_ERR == 10 && IBV_WC_GENERAL_ERR == 21,
 	       "ibv_wc_status numbering");
-
-/*
- * Ring memory of its own pages: zeroed, so every slot starts free, and
- * kept out of fork()ed children as registered memory is (the engine
- * writes into it).
- */
-void *swiw_ring_alloc(uint32_t num, uint32_t stride, size_t extra, size_t *len)
-{
-	void *p;
-
-	*len = (size_t)num * stride + extra;
-	p = mmap(NULL, *len, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (p == MAP_FAILED)
-		return NULL;
-	madvise(p, *len, MADV_DONTFORK);
-	return p;
-}
-
-void swiw_ring_free(void *base, size_t len)
-{
-	if (base)
-		munmap(base, len);
-}
 
 static void cq_set_ring(struct swiw_cq *cq, void *mem, uint32_t num)
 {
