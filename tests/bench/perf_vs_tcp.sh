@@ -43,6 +43,10 @@ Options:
                         median (default 1)
       --netns           across two network namespaces joined by a veth pair
                         instead of over swiw_lo (root only)
+      --pin SRV,CLI     run the server on CPU SRV and the client on CPU CLI
+                        (taskset), swiw's and TCP's alike, with their
+                        threads: the scheduler then moves nothing between
+                        runs, which steadies the figures of a small machine
       --device DEV      the swiw device of the loopback path (default swiw_lo)
       --addr ADDR       the server's IPv4 address on DEV (default 127.0.0.1)
       --timeout SEC     limit of every single program run (default 120)
@@ -97,6 +101,7 @@ BW_SIZES=$(for ((i = 4096; i <= 1048576; i *= 2)); do echo $i; done)
 TESTS="send_lat write_lat write_bw send_bw"
 REPEAT=1
 NETNS=''
+PIN=''
 DEVICE=swiw_lo
 ADDR=127.0.0.1
 LIMIT=120
@@ -170,6 +175,12 @@ while [ "$#" -gt 0 ]; do
 		shift
 		;;
 	--netns) NETNS=1 ;;
+	--pin)
+		need_arg "$@"
+		[[ $2 =~ ^[0-9]+,[0-9]+$ ]] || usage_error "bad --pin '$2' (want SRV,CLI)"
+		PIN=$2
+		shift
+		;;
 	--device)
 		need_arg "$@"
 		DEVICE=$2 PATH_GIVEN=1
@@ -244,6 +255,11 @@ TCP_REF=$(find_prog tcp_ref "$TCP_REF")
 	fail "tcp_ref not found or not executable: '$TCP_REF' (use --build or --tcp-ref)"
 T_LIMIT=$LIMIT
 need_cmd ss sort
+SRV_PIN=() CLI_PIN=()
+if [ -n "$PIN" ]; then
+	need_cmd taskset
+	SRV_PIN=(taskset -c "${PIN%,*}") CLI_PIN=(taskset -c "${PIN#*,}")
+fi
 for t in $TESTS; do
 	need_cmd "ib_$t"
 done
@@ -395,8 +411,10 @@ swiw_once() {
 	esac
 	[ "$1" = send_bw ] && leak=1
 	pair "$prog -s $size over swiw" "$leak" \
-		"${SWIW[@]}" "$prog" -d "$SRV_DEV" -x 0 -F -p @PORT@ -s "$size" -n "$iters" -- \
-		"${SWIW[@]}" "$prog" -d "$CLI_DEV" -x 0 -F -p @PORT@ -s "$size" -n "$iters" "$ADDR"
+		"${SRV_PIN[@]}" "${SWIW[@]}" "$prog" -d "$SRV_DEV" -x 0 -F -p @PORT@ \
+		-s "$size" -n "$iters" -- \
+		"${CLI_PIN[@]}" "${SWIW[@]}" "$prog" -d "$CLI_DEV" -x 0 -F -p @PORT@ \
+		-s "$size" -n "$iters" "$ADDR"
 	figure "$prog" "$size" "$field"
 }
 
@@ -409,8 +427,8 @@ tcp_once() {
 	*_bw) mode=bw iters=$BW_ITERS field=3 ;;    # BW average
 	esac
 	pair "tcp_ref $mode -s $2" '' \
-		"$TCP_REF" -p @PORT@ "$mode" -- \
-		"$TCP_REF" -p @PORT@ -s "$2" -n "$iters" "$mode" "$ADDR"
+		"${SRV_PIN[@]}" "$TCP_REF" -p @PORT@ "$mode" -- \
+		"${CLI_PIN[@]}" "$TCP_REF" -p @PORT@ -s "$2" -n "$iters" "$mode" "$ADDR"
 	figure tcp_ref "$2" "$field"
 }
 
@@ -443,6 +461,7 @@ print_table() {
 }
 
 echo "swiw vs plain TCP on $PATH_NOTE"
+[ -z "$PIN" ] || echo "server on CPU ${PIN%,*}, client on CPU ${PIN#*,} (--pin)"
 echo "iterations per run: ${LAT_ITERS} latency, ${BW_ITERS} bandwidth; median of $REPEAT" \
 	"run(s) per size; $(date -u '+%Y-%m-%d %H:%M UTC') on $(uname -n)"
 for t in $TESTS; do

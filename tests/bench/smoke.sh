@@ -50,3 +50,28 @@ run bash "$BENCH" --build "$SWIW_BUILD" --sizes 0
 assert_rc 2 "perf_vs_tcp.sh --sizes 0"
 err_has "bad size list '0'"
 pass "a bad size list is a usage error"
+
+# --pin: both programs of every pair on the CPUs named, and said so. A
+# tcp_ref that notes its CPUs first (server: no -s) shows where it ran.
+last=$(($(nproc) - 1))
+cat >"$T_TMP/tcp_ref" <<EOF
+#!/bin/bash
+case " \$* " in
+*" -s "*) side=cli ;;
+*) side=srv ;;
+esac
+sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status >>"$T_TMP/cpus.\$side"
+exec "$SWIW_BUILD/bin/tcp_ref" "\$@"
+EOF
+chmod +x "$T_TMP/tcp_ref"
+run bash "$BENCH" --build "$SWIW_BUILD" -n 20 -t send_lat,write_bw --lat-sizes 1 \
+	--bw-sizes 4K --pin "0,$last" --tcp-ref "$T_TMP/tcp_ref" --timeout 30
+assert_ok "perf_vs_tcp.sh --pin 0,$last"
+out_has "^server on CPU 0, client on CPU $last \(--pin\)\$"
+out_has "^ +4096 +$NUM +$NUM +${NUM}x\$"
+assert_eq "$(sort -u "$T_TMP/cpus.srv")" 0 "the CPUs of tcp_ref's servers"
+assert_eq "$(sort -u "$T_TMP/cpus.cli")" "$last" "the CPUs of tcp_ref's clients"
+run bash "$BENCH" --build "$SWIW_BUILD" --pin 0
+assert_rc 2 "perf_vs_tcp.sh --pin 0"
+err_has "bad --pin '0'"
+pass "--pin runs every pair on the CPUs named; a bad value is a usage error"
