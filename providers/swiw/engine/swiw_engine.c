@@ -151,18 +151,22 @@ static bool eng_trylock(void)
 void swiw_engine_sq_posted(struct swiw_qp *qp)
 {
 	if (eng_poll_mode && eng_trylock()) {
-		bool pumped = qp->stream;
+		bool taken = false;
 
-		if (pumped)
+		if (qp->stream) {
 			swiw_stream_pump(qp->stream);
+			taken = !swiw_ring_cons_slot(&qp->sq_eng);
+		}
 		swiw_eng_unlock();
-		/* The pump took this WR, or will come back to it (socket
-		 * full: EPOLLOUT; ORD or a fence: a response). A WR another
-		 * thread posts behind it finds the SQ armed and rings for
-		 * itself: a bell here would only wake the thread for
-		 * nothing, once per message. */
-		if (pumped)
+		/* The pump took every WR (a message half out comes back on
+		 * EPOLLOUT): a WR another thread posts behind it finds the
+		 * SQ armed and rings for itself, and a bell here would only
+		 * wake the thread for nothing, once per message. WRs left
+		 * (a stream still setting up, ORD full, a fence) ring. */
+		if (taken)
 			return;
+		swiw_eng_doorbell();
+		return;
 	}
 	if (__atomic_exchange_n(&qp->sq_armed, 0, __ATOMIC_SEQ_CST))
 		swiw_eng_doorbell();
@@ -298,7 +302,8 @@ static void *eng_main(void *arg)
 			/* A program polling in a loop holds the lock often:
 			 * waiting for it would make each of its unlocks a
 			 * futex wake-up. Timers can wait a few naps. */
-			if (eng_trylock()) {
+			if (!__atomic_load_n(&eng_waiters, __ATOMIC_RELAXED) &&
+			    eng_trylock()) {
 				busy_naps = 0;
 				goto locked;
 			}
