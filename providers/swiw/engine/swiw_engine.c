@@ -37,11 +37,11 @@
  * a loop (last_poll_ns is within SWIW_ENG_POLLING_NS), the progress
  * thread does not wait on the sockets but naps, and takes the lock only
  * when it is free, so it neither competes for the CPUs nor for the lock
- * (post_send's own pump rings no doorbell either); once the program stops
- * calling (it blocks, sits in pause(), or spins on memory as ib_write_lat
- * does), the thread works as in thread mode within SWIW_ENG_NAP_NS. Only
- * the thread reaps the graveyard, after handling its own epoll_wait(), as
- * above.
+ * (post_send's own pump rings no doorbell unless it left WRs); once the
+ * program stops calling (it blocks, sits in pause(), or spins on memory
+ * as ib_write_lat does), the thread works as in thread mode within
+ * SWIW_ENG_NAP_NS. Only the thread reaps the graveyard, after handling
+ * its own epoll_wait(), as above.
  *
  * A CQ, fed by many QPs and also reached by resize_cq, is produced into
  * under its own eng_lock.
@@ -163,9 +163,8 @@ void swiw_engine_sq_posted(struct swiw_qp *qp)
 		 * SQ armed and rings for itself, and a bell here would only
 		 * wake the thread for nothing, once per message. WRs left
 		 * (a stream still setting up, ORD full, a fence) ring. */
-		if (taken)
-			return;
-		swiw_eng_doorbell();
+		if (!taken)
+			swiw_eng_doorbell();
 		return;
 	}
 	if (__atomic_exchange_n(&qp->sq_armed, 0, __ATOMIC_SEQ_CST))
@@ -272,6 +271,16 @@ void swiw_engine_poll(void)
 	wake_for_timers(t);
 }
 
+/*
+ * The thread, while a program polls: the lock if it is free and no verb
+ * waits for it (swiw_eng_lock), never a wait behind the program.
+ */
+static bool thread_trylock(void)
+{
+	return !__atomic_load_n(&eng_waiters, __ATOMIC_RELAXED) &&
+	       eng_trylock();
+}
+
 /* Poll mode: a program is driving the engine right now. */
 static bool app_polling(void)
 {
@@ -302,8 +311,7 @@ static void *eng_main(void *arg)
 			/* A program polling in a loop holds the lock often:
 			 * waiting for it would make each of its unlocks a
 			 * futex wake-up. Timers can wait a few naps. */
-			if (!__atomic_load_n(&eng_waiters, __ATOMIC_RELAXED) &&
-			    eng_trylock()) {
+			if (thread_trylock()) {
 				busy_naps = 0;
 				goto locked;
 			}
@@ -327,7 +335,7 @@ static void *eng_main(void *arg)
 			 * triggered), so leave them to it rather than queue
 			 * on the lock. */
 			if (n > 0 && app_polling()) {
-				if (!eng_trylock())
+				if (!thread_trylock())
 					continue;
 				goto locked;
 			}

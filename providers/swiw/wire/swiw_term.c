@@ -265,6 +265,18 @@ static u8 term_ddp_len(u8 first)
 			      (u8)sizeof(struct ddp_untagged_hdr);
 }
 
+/* The RDMAP opcode of an untagged segment @s of @len octets; -1 for a
+ * tagged one or one too short for its control word. */
+static int untagged_opcode(const u8 *s, u32 len)
+{
+	struct iwarp_ctrl c;
+
+	if (!s || len < sizeof(c))
+		return -1;
+	memcpy(&c, s, sizeof(c));
+	return iwarp_tagged(&c) ? -1 : (int)iwarp_opcode(&c);
+}
+
 /* Returns 0 with @t filled, or -EINVAL for no row or a no-TERMINATE row. */
 int swiw_term_from_violation(enum swiw_violation v, const void *seg,
 			     u32 seg_len, struct swiw_term *t)
@@ -279,8 +291,8 @@ int swiw_term_from_violation(enum swiw_violation v, const void *seg,
 	 * or RDMAP rule is not answered. An MPA fault (CRC, marker,
 	 * length) is, whatever the header says: its bytes are not to be
 	 * trusted. */
-	if (vi->layer != TERM_LAYER_LLP && s && seg_len >= 2 &&
-	    !(s[0] & 0x80) && (s[1] & 0x0f) == RDMAP_TERMINATE)
+	if (vi->layer != TERM_LAYER_LLP &&
+	    untagged_opcode(s, seg_len) == RDMAP_TERMINATE)
 		return -EPERM;
 	memset(t, 0, sizeof(*t));
 	t->layer = vi->layer;
@@ -301,8 +313,8 @@ int swiw_term_from_violation(enum swiw_violation v, const void *seg,
 		t->seg_len = (u16)SWIW_MIN(seg_len, (u32)MPA_MAX_ULPDU_LEN);
 	}
 	/* Only a Read Request has an RDMAP header beyond DDP's. */
-	if ((vi->hdrct & SWIW_TERM_R) && !(s[0] & 0x80) &&
-	    (s[1] & 0x0f) == RDMAP_READ_REQ &&
+	if ((vi->hdrct & SWIW_TERM_R) &&
+	    untagged_opcode(s, seg_len) == RDMAP_READ_REQ &&
 	    seg_len >= sizeof(struct rdmap_read_req)) {
 		t->hdrct |= SWIW_TERM_R;
 		memcpy(t->rdmap_hdr, s + sizeof(struct ddp_untagged_hdr),
