@@ -136,6 +136,8 @@ int swiw_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 	if (num_entries < 0)
 		return -EINVAL;
 	n = cq_take(cq, num_entries, wc);
+	if (n)
+		swiw_engine_polled();
 	if (!n && num_entries) {
 		/* Empty: move the engine ourselves (poll mode), then look
 		 * again. */

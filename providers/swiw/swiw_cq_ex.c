@@ -44,6 +44,16 @@ static int cqx_start_poll(struct ibv_cq_ex *cqx, struct ibv_poll_cq_attr *attr)
 		return EINVAL;
 	pthread_spin_lock(&cq->poll_lock);
 	err = cqx_take(cqx);
+	if (!err) {
+		swiw_engine_polled();
+		return 0;
+	}
+	/* Empty: as ibv_poll_cq, move the engine ourselves (poll mode),
+	 * then look again. */
+	pthread_spin_unlock(&cq->poll_lock);
+	swiw_engine_poll();
+	pthread_spin_lock(&cq->poll_lock);
+	err = cqx_take(cqx);
 	if (err)
 		pthread_spin_unlock(&cq->poll_lock);
 	return err;

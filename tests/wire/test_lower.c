@@ -1624,6 +1624,63 @@ static void test_pull(void **state)
 	free(stage);
 }
 
+/* Loopback delivers within the sender's call; wait a little anyway. */
+static void readable(struct side *s)
+{
+	struct pollfd p = { .fd = s->e.fd, .events = POLLIN };
+
+	assert_int_equal(poll(&p, 1, 5000), 1);
+}
+
+/*
+ * Pull mode's answer tells the engine whether to read again at once: 1
+ * only when the read bound stopped it with octets perhaps waiting, 0 once
+ * the transport had no more (a short read), so no round is wasted.
+ */
+static void test_pull_bound(void **state)
+{
+	enum {
+		LEN = 200000
+	};
+	u8 *stage = malloc(65536);
+	u32 src, dst;
+	int rc, i;
+
+	(void)state;
+	assert_non_null(stage);
+	pair_new(&(struct opts){ .crc = false });
+	swiw_lower_fini(B->e.l);
+	B->e.cfg.stage = stage;
+	B->e.cfg.stage_len = 65536;
+	assert_int_equal(swiw_lower_init(B->e.l, &B->e.cfg, &env_ops, &B->e),
+			 0);
+	B->pull = true;
+	src = env_reg(&A->e, 0x100000, LEN, 0);
+	dst = env_reg(&B->e, 0x100000, LEN,
+		      SWIW_ACC_LOCAL_WRITE | SWIW_ACC_REMOTE_WRITE);
+	fill(mem(A, src), LEN);
+	/* One small Write: the first reads take it all, the next is short. */
+	do_write(A, dst, 0x100000, 100, src, 0x100000, 16000, 1);
+	swiw_lower_tx(A->e.l);
+	readable(B);
+	assert_int_equal(swiw_lower_rx_pull(B->e.l, 8), 0);
+	assert_memory_equal(mem(B, dst), mem(A, src), 100);
+	/* Many FPDUs waiting: one read is not all of them. */
+	do_write(A, dst, 0x100000, LEN, src, 0x100000, 16000, 2);
+	for (i = 0; i < 100 && swiw_lower_tx(A->e.l) == 1; i++)
+		;
+	readable(B);
+	rc = swiw_lower_rx_pull(B->e.l, 1);
+	assert_int_equal(rc, 1);
+	for (i = 0; i < 20000 && !swiw_lower_rx_done(B->e.l); i++) {
+		pump();
+		if (!memcmp(mem(B, dst), mem(A, src), LEN))
+			break;
+	}
+	assert_memory_equal(mem(B, dst), mem(A, src), LEN);
+	free(stage);
+}
+
 /* A full 1 MiB each way and back: Write, Read and Send. */
 static void test_mib(void **state)
 {
@@ -1701,6 +1758,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_qp_access, teardown),
 		cmocka_unit_test_teardown(test_send_inval_local, teardown),
 		cmocka_unit_test_teardown(test_pull, teardown),
+		cmocka_unit_test_teardown(test_pull_bound, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -68,9 +68,10 @@ extern struct swiw_backend swiw_inproc_backend;
 extern struct swiw_backend swiw_ring_backend;
 /*
  * swiw_be_proc.c, for the last two: their streams' sockets, from the
- * engine's epoll; the events wanted next.
+ * engine's epoll; the events wanted next, and in *@more whether reception
+ * stopped at its read bound with the socket perhaps still readable.
  */
-uint32_t swiw_proc_stream_io(uint32_t id, uint32_t events);
+uint32_t swiw_proc_stream_io(uint32_t id, uint32_t events, bool *more);
 uint32_t swiw_proc_stream_interest(uint32_t id);
 void swiw_proc_stream_pd(uint32_t id, const void *pd);
 

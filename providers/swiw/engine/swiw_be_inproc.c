@@ -8,9 +8,9 @@
  */
 #include "swiw_be_proc.h"
 
-static void inproc_rx(struct swiw_proc_stream *ps)
+static bool inproc_rx(struct swiw_proc_stream *ps)
 {
-	swiw_lower_rx_pull(&ps->l, SWIW_PROC_RX_READS);
+	return swiw_lower_rx_pull(&ps->l, SWIW_PROC_RX_READS) == 1;
 }
 
 static const struct swiw_proc_mode inproc_mode = {

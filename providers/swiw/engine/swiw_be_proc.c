@@ -280,17 +280,18 @@ static void proc_tx(struct swiw_proc_stream *rs)
 	rs->want_out = swiw_lower_tx(&rs->l) == 1;
 }
 
-uint32_t swiw_proc_stream_io(uint32_t id, uint32_t events)
+uint32_t swiw_proc_stream_io(uint32_t id, uint32_t events, bool *more)
 {
 	struct swiw_proc_stream *rs = rs_find(id);
 
+	*more = false;
 	if (!rs)
 		return 0;
 	proc_tx(rs);
 	/* 0: not from epoll, the socket may hold anything. */
 	if (!events ||
 	    (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))) {
-		rs->mode->rx(rs);
+		*more = rs->mode->rx(rs);
 		/* Responses to Read and Atomic Requests just received. */
 		proc_tx(rs);
 	}
@@ -444,7 +445,10 @@ int swiw_proc_doorbell(uint32_t id)
 		return EINVAL;
 	stalled = swiw_lower_stalled(&rs->l);
 	swiw_lower_doorbell(&rs->l);
-	proc_tx(rs);
+	/* Frames already wait for transport room: EPOLLOUT sends them
+	 * with these, in fewer calls than a send now that finds no room. */
+	if (!rs->want_out)
+		proc_tx(rs);
 	if (stalled) {
 		/* Reception waited for room: what it left, first. */
 		rs->mode->rx(rs);

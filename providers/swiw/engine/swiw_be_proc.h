@@ -21,8 +21,7 @@
 /*
  * Reads (stage-fulls) a stream's receive takes per call, so that under a
  * steady stream the upper half drains the events (completions) in
- * between: the socket stays readable, and level-triggered epoll comes
- * back at once.
+ * between; it calls again at once (swiw_proc_stream_io's *more).
  */
 #define SWIW_PROC_RX_READS 4
 
@@ -32,8 +31,9 @@ struct swiw_proc_stream;
 struct swiw_proc_mode {
 	/* The lower half reads the socket itself, into this stage. */
 	bool lower_stage;
-	/* The socket may be readable: feed what it holds. */
-	void (*rx)(struct swiw_proc_stream *ps);
+	/* The socket may be readable: feed what it holds; true if the
+	 * read bound stopped it. */
+	bool (*rx)(struct swiw_proc_stream *ps);
 };
 
 struct swiw_proc_stream {

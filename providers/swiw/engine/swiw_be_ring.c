@@ -10,8 +10,9 @@
 
 #include "swiw_be_proc.h"
 
-/* Feeds what the socket holds, keeping what a stalled lower half left. */
-static void ring_rx(struct swiw_proc_stream *ps)
+/* Feeds what the socket holds, keeping what a stalled lower half left;
+ * true if the read bound stopped it. */
+static bool ring_rx(struct swiw_proc_stream *ps)
 {
 	unsigned int reads = 0;
 
@@ -20,17 +21,19 @@ static void ring_rx(struct swiw_proc_stream *ps)
 		ssize_t n;
 
 		if (ps->ended || swiw_lower_rx_done(&ps->l))
-			return;
+			return false;
 		if (ps->st_head < ps->st_tail) {
 			swiw_lower_rx(&ps->l, ps->stage + ps->st_head,
 				      ps->st_tail - ps->st_head, &used);
 			ps->st_head += (uint32_t)used;
 			if (ps->st_head < ps->st_tail)
-				return; /* stalled or ended */
+				return false; /* stalled or ended */
 			continue;
 		}
-		if (swiw_lower_stalled(&ps->l) || reads++ == SWIW_PROC_RX_READS)
-			return;
+		if (swiw_lower_stalled(&ps->l))
+			return false;
+		if (reads++ == SWIW_PROC_RX_READS)
+			return true;
 		n = recv(ps->fd, ps->stage, SWIW_PROC_STAGE, MSG_DONTWAIT);
 		if (n > 0) {
 			ps->st_head = 0;
@@ -40,10 +43,10 @@ static void ring_rx(struct swiw_proc_stream *ps)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			return;
+			return false;
 		ps->ended = true;
 		swiw_lower_rx_closed(&ps->l, n ? errno : 0);
-		return;
+		return false;
 	}
 }
 

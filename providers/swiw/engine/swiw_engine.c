@@ -28,16 +28,19 @@
  * points at freed memory.
  *
  * POLL-DRIVEN PROGRESS (progress = poll, the default)
- * ibv_poll_cq that finds its CQ empty, and ibv_post_send, run the engine
- * themselves when the lock is free (trylock: an application thread never
- * waits for it): poll_cq handles whatever the sockets hold (one
- * epoll_wait(0) under the lock, so its events never outlive the lock),
- * post_send transmits what it queued. A busy-polling program then moves
- * its own data with no thread wake-up in the path. While one does so in
- * a loop (last_poll_ns is within SWIW_ENG_POLLING_NS), the progress
- * thread does not wait on the sockets but naps, and takes the lock only
- * when it is free, so it neither competes for the CPUs nor for the lock
- * (post_send's own pump rings no doorbell unless it left WRs); once the
+ * ibv_poll_cq (or start_poll) that finds its CQ empty, and ibv_post_send,
+ * run the engine themselves when the lock is free (trylock: an
+ * application thread never waits for it): poll_cq handles whatever the
+ * sockets hold (one epoll_wait(0) under the lock, so its events never
+ * outlive the lock), post_send transmits what it queued. A busy-polling
+ * program then moves its own data with no thread wake-up in the path; a
+ * poller that found the lock taken asks the thread to let go at its next
+ * receive round (swiw_eng_poller_waits). While one polls in a loop
+ * (last_poll_ns, set by every poll, is within SWIW_ENG_POLLING_NS), the
+ * progress thread does not wait on the sockets but naps, and takes the
+ * lock only when it is free, so it neither competes for the CPUs nor for
+ * the lock (post_send's own pump rings no doorbell unless it left WRs
+ * that nothing else brings back); once the
  * program stops calling (it blocks, sits in pause(), or spins on memory
  * as ib_write_lat does), the thread works as in thread mode within
  * SWIW_ENG_NAP_NS. Only the thread reaps the graveyard, after handling
@@ -79,6 +82,7 @@ static bool helper_watched;
 static bool eng_poll_mode; /* progress = poll */
 static uint64_t last_poll_ns; /* when an application last drove it */
 static uint64_t thread_wake_ns; /* the thread sleeps until then at most */
+static bool eng_poll_wanted; /* a poller found the lock taken */
 
 static void eng_lock_raw(void)
 {
@@ -155,14 +159,17 @@ void swiw_engine_sq_posted(struct swiw_qp *qp)
 
 		if (qp->stream) {
 			swiw_stream_pump(qp->stream);
-			taken = !swiw_ring_cons_slot(&qp->sq_eng);
+			taken = !swiw_ring_cons_slot(&qp->sq_eng) ||
+				qp->stream->tx_full;
 		}
 		swiw_eng_unlock();
 		/* The pump took every WR (a message half out comes back on
-		 * EPOLLOUT): a WR another thread posts behind it finds the
-		 * SQ armed and rings for itself, and a bell here would only
-		 * wake the thread for nothing, once per message. WRs left
-		 * (a stream still setting up, ORD full, a fence) ring. */
+		 * EPOLLOUT), or left them behind a full transmit ring that
+		 * the transport's room empties: a WR another thread posts
+		 * behind it finds the SQ armed and rings for itself, and a
+		 * bell here would only wake the thread for nothing, once
+		 * per message. WRs left for another reason (a stream still
+		 * setting up, ORD full, a fence) ring. */
 		if (!taken)
 			swiw_eng_doorbell();
 		return;
@@ -262,13 +269,32 @@ void swiw_engine_poll(void)
 	if (!eng_poll_mode || !__atomic_load_n(&eng_started, __ATOMIC_ACQUIRE))
 		return;
 	__atomic_store_n(&last_poll_ns, now_ns(), __ATOMIC_RELAXED);
-	if (!eng_trylock())
+	if (!eng_trylock()) {
+		__atomic_store_n(&eng_poll_wanted, true, __ATOMIC_RELAXED);
 		return;
+	}
 	n = epoll_wait(eng_epfd, evs, 64, 0);
 	eng_events(evs, n, false);
 	t = n > 0 ? eng_timeout_ms() : -1;
 	swiw_eng_unlock();
 	wake_for_timers(t);
+}
+
+/*
+ * The thread holds the lock and a poller wants it: a stream's receive
+ * stops at its next round (swiw_stream_lower.c), so that the program
+ * runs the engine itself rather than spin until the thread lets go.
+ */
+bool swiw_eng_poller_waits(void)
+{
+	return __atomic_load_n(&eng_poll_wanted, __ATOMIC_RELAXED);
+}
+
+/* poll_cq found completions: the program is polling all the same. */
+void swiw_engine_polled(void)
+{
+	if (eng_poll_mode)
+		__atomic_store_n(&last_poll_ns, now_ns(), __ATOMIC_RELAXED);
 }
 
 /*
@@ -344,6 +370,7 @@ static void *eng_main(void *arg)
 			sched_yield();
 		eng_lock_raw();
 locked:
+		__atomic_store_n(&eng_poll_wanted, false, __ATOMIC_RELAXED);
 		work = eng_events(evs, n, true);
 		swiw_conn_run();
 		swiw_streams_reap();

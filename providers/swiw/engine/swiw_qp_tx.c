@@ -505,6 +505,7 @@ bool swiw_tx_pump(struct swiw_stream *s)
 	int rc;
 
 	swiw_eng_assert_held();
+	s->tx_full = false;
 	while (s->ops->txd && !s->failed &&
 	       (s->tx_ready || s->kind == TX_RTR)) {
 		if (s->kind == TX_NONE) {
@@ -527,8 +528,17 @@ bool swiw_tx_pump(struct swiw_stream *s)
 				break;
 		}
 		rc = txd_build(s);
-		if (!rc)
-			break;
+		if (!rc) {
+			/* The ring is full: what the lower half sends now
+			 * makes room, or it waits for the transport. */
+			if (s->tx_rung)
+				s->ops->doorbell(s);
+			if (s->failed || !swiw_ring_prod_slot(&s->txr)) {
+				s->tx_full = !s->failed;
+				break;
+			}
+			continue;
+		}
 		if (rc < 0) {
 			swiw_stream_fail(s, SWIW_V_RDMAP_CATASTROPHIC, NULL, 0,
 					 IBV_WC_LOC_QP_OP_ERR,

@@ -189,6 +189,9 @@ struct swiw_stream {
 	struct swiw_ring evr; /* consumer view */
 	uint32_t ev_taken; /* events consumed since the last doorbell */
 	bool tx_rung; /* txds published since the last doorbell */
+	/* The transmit ring stayed full after a doorbell: the lower half
+	 * waits for transport room, which brings the pump back. */
+	bool tx_full;
 	struct swiw_mr *bounce_mr; /* inline data: a slot per txd */
 	uint8_t *bounce;
 	size_t bounce_len;
@@ -213,6 +216,7 @@ static inline uint32_t swiw_stream_qpn(const struct swiw_stream *s)
 void swiw_eng_lock(void);
 void swiw_eng_unlock(void);
 void swiw_eng_assert_held(void);
+bool swiw_eng_poller_waits(void);
 int swiw_eng_start(void);
 int swiw_eng_epoll_ctl(int op, int fd, uint32_t events, void *ptr);
 void swiw_eng_doorbell(void);

@@ -17,9 +17,11 @@
 #include "swiw.h"
 #include "swiw_stream.h"
 
-#define HS_TX_NUM 256
+#define HS_TX_NUM 512
 /* Events: one per message received and per WR sent, at most. */
 #define HS_EV_NUM 1024
+/* Receive rounds of SWIW_PROC_RX_READS reads per socket event. */
+#define LINK_RX_ROUNDS 16
 
 #define STRIDE16(t) ((uint32_t)((sizeof(t) + 15) & ~(size_t)15))
 
@@ -186,8 +188,10 @@ int swiw_link_attach(struct swiw_stream *s)
 		swiw_eng_watch_helper(s->be->event_fd);
 	} else {
 		swiw_proc_stream_pd(s->hs_id, s->qp->vqp.qp.pd);
+		bool more;
+
 		s->hs_interest = EPOLLIN | EPOLLRDHUP;
-		ring_interest(s, swiw_proc_stream_io(s->hs_id, 0));
+		ring_interest(s, swiw_proc_stream_io(s->hs_id, 0, &more));
 	}
 	return 0;
 }
@@ -372,15 +376,27 @@ static bool link_drain(struct swiw_stream *s)
 
 /*
  * In the process, the socket has @events for the lower half; with the
- * kernel helper (@events 0), its file has events.
+ * kernel helper (@events 0), its file has events. A steady stream is
+ * read in rounds, its completions drained between them, up to
+ * LINK_RX_ROUNDS before the engine turns to its other work: a trip back
+ * through epoll_wait() and the lock for every few reads would cost more
+ * than the reads.
  */
 static void link_event(struct swiw_stream *s, uint32_t events)
 {
-	if (s->be->event_fd < 0)
-		ring_interest(s, swiw_proc_stream_io(s->hs_id, events));
-	link_drain(s);
-	if (!s->failed && !s->dead)
+	unsigned int round = 0;
+	bool more = false;
+
+	do {
+		if (s->be->event_fd < 0)
+			ring_interest(s, swiw_proc_stream_io(s->hs_id, events,
+							     &more));
+		link_drain(s);
+		if (s->failed || s->dead || s->ops != &swiw_link_ops)
+			return;
 		swiw_tx_pump(s);
+		events = EPOLLIN;
+	} while (more && ++round < LINK_RX_ROUNDS && !swiw_eng_poller_waits());
 }
 
 /* Best effort, before DETACH: the TERMINATE for @v as the last txd. */

@@ -550,6 +550,7 @@ int swiw_lower_rx_pull(struct swiw_lower *l, u32 reads)
 	u32 np, dlen, want, i, c;
 	long n;
 	int ret = 0;
+	bool drained = false;
 
 	if (!l->cfg.stage || !l->ops->recv)
 		return -EINVAL;
@@ -562,7 +563,7 @@ int swiw_lower_rx_pull(struct swiw_lower *l, u32 reads)
 			continue;
 		}
 		if (!reads) {
-			ret = 1;
+			ret = !drained;
 			break;
 		}
 		reads--;
@@ -603,8 +604,10 @@ int swiw_lower_rx_pull(struct swiw_lower *l, u32 reads)
 			break;
 		}
 		/* Less than asked: the transport had no more. */
-		if ((u32)n < want)
+		if ((u32)n < want) {
 			reads = 0;
+			drained = true;
+		}
 		if (!np) {
 			l->st_head = 0;
 			l->st_tail = (u32)n;
