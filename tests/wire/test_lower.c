@@ -1570,6 +1570,18 @@ static void test_send_inval_local(void **state)
 }
 
 /* Pull mode over a socket: large runs land in place, small ones staged. */
+/* @s again, in pull mode: its lower half reads the socket into @stage. */
+static void pull_mode(struct side *s, u8 *stage, u32 len)
+{
+	assert_non_null(stage);
+	swiw_lower_fini(s->e.l);
+	s->e.cfg.stage = stage;
+	s->e.cfg.stage_len = len;
+	assert_int_equal(swiw_lower_init(s->e.l, &s->e.cfg, &env_ops, &s->e),
+			 0);
+	s->pull = true;
+}
+
 static void test_pull(void **state)
 {
 	enum {
@@ -1581,15 +1593,8 @@ static void test_pull(void **state)
 	int i, rounds;
 
 	(void)state;
-	assert_non_null(stage);
 	pair_new(&(struct opts){ .crc = true });
-	/* B again, in pull mode. */
-	swiw_lower_fini(B->e.l);
-	B->e.cfg.stage = stage;
-	B->e.cfg.stage_len = 65536;
-	assert_int_equal(swiw_lower_init(B->e.l, &B->e.cfg, &env_ops, &B->e),
-			 0);
-	B->pull = true;
+	pull_mode(B, stage, 65536);
 	src = env_reg(&A->e, 0x100000, LEN, 0);
 	dst = env_reg(&B->e, 0x100000, LEN,
 		      SWIW_ACC_LOCAL_WRITE | SWIW_ACC_REMOTE_WRITE);
@@ -1647,14 +1652,8 @@ static void test_pull_bound(void **state)
 	int rc, i;
 
 	(void)state;
-	assert_non_null(stage);
 	pair_new(&(struct opts){ .crc = false });
-	swiw_lower_fini(B->e.l);
-	B->e.cfg.stage = stage;
-	B->e.cfg.stage_len = 65536;
-	assert_int_equal(swiw_lower_init(B->e.l, &B->e.cfg, &env_ops, &B->e),
-			 0);
-	B->pull = true;
+	pull_mode(B, stage, 65536);
 	src = env_reg(&A->e, 0x100000, LEN, 0);
 	dst = env_reg(&B->e, 0x100000, LEN,
 		      SWIW_ACC_LOCAL_WRITE | SWIW_ACC_REMOTE_WRITE);

@@ -40,11 +40,10 @@
  * progress thread does not wait on the sockets but naps, and takes the
  * lock only when it is free, so it neither competes for the CPUs nor for
  * the lock (post_send's own pump rings no doorbell unless it left WRs
- * that nothing else brings back); once the
- * program stops calling (it blocks, sits in pause(), or spins on memory
- * as ib_write_lat does), the thread works as in thread mode within
- * SWIW_ENG_NAP_NS. Only the thread reaps the graveyard, after handling
- * its own epoll_wait(), as above.
+ * that nothing else brings back); once the program stops calling (it
+ * blocks, sits in pause(), or spins on memory as ib_write_lat does), the
+ * thread works as in thread mode within SWIW_ENG_NAP_NS. Only the thread
+ * reaps the graveyard, after handling its own epoll_wait(), as above.
  *
  * A CQ, fed by many QPs and also reached by resize_cq, is produced into
  * under its own eng_lock.
@@ -160,7 +159,7 @@ void swiw_engine_sq_posted(struct swiw_qp *qp)
 		if (qp->stream) {
 			swiw_stream_pump(qp->stream);
 			taken = !swiw_ring_cons_slot(&qp->sq_eng) ||
-				qp->stream->tx_full;
+				swiw_stream_tx_full(qp->stream);
 		}
 		swiw_eng_unlock();
 		/* The pump took every WR (a message half out comes back on

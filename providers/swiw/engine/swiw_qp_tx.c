@@ -505,7 +505,6 @@ bool swiw_tx_pump(struct swiw_stream *s)
 	int rc;
 
 	swiw_eng_assert_held();
-	s->tx_full = false;
 	while (s->ops->txd && !s->failed &&
 	       (s->tx_ready || s->kind == TX_RTR)) {
 		if (s->kind == TX_NONE) {
@@ -533,10 +532,8 @@ bool swiw_tx_pump(struct swiw_stream *s)
 			 * makes room, or it waits for the transport. */
 			if (s->tx_rung)
 				s->ops->doorbell(s);
-			if (s->failed || !swiw_ring_prod_slot(&s->txr)) {
-				s->tx_full = !s->failed;
+			if (s->failed || swiw_stream_tx_full(s))
 				break;
-			}
 			continue;
 		}
 		if (rc < 0) {

@@ -187,9 +187,9 @@ int swiw_link_attach(struct swiw_stream *s)
 		swiw_eng_epoll_ctl(EPOLL_CTL_DEL, s->fd, 0, NULL);
 		swiw_eng_watch_helper(s->be->event_fd);
 	} else {
-		swiw_proc_stream_pd(s->hs_id, s->qp->vqp.qp.pd);
-		bool more;
+		bool more; /* the socket's next event reads on */
 
+		swiw_proc_stream_pd(s->hs_id, s->qp->vqp.qp.pd);
 		s->hs_interest = EPOLLIN | EPOLLRDHUP;
 		ring_interest(s, swiw_proc_stream_io(s->hs_id, 0, &more));
 	}
