@@ -159,7 +159,7 @@ void swiw_engine_sq_posted(struct swiw_qp *qp)
 		if (qp->stream) {
 			swiw_stream_pump(qp->stream);
 			taken = !swiw_ring_cons_slot(&qp->sq_eng) ||
-				swiw_stream_tx_full(qp->stream);
+				qp->stream->tx_full;
 		}
 		swiw_eng_unlock();
 		/* The pump took every WR (a message half out comes back on

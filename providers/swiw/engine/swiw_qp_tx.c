@@ -505,6 +505,7 @@ bool swiw_tx_pump(struct swiw_stream *s)
 	int rc;
 
 	swiw_eng_assert_held();
+	s->tx_full = false;
 	while (s->ops->txd && !s->failed &&
 	       (s->tx_ready || s->kind == TX_RTR)) {
 		if (s->kind == TX_NONE) {
@@ -528,13 +529,15 @@ bool swiw_tx_pump(struct swiw_stream *s)
 		}
 		rc = txd_build(s);
 		if (!rc) {
-			/* The ring is full: what the lower half sends now
-			 * makes room, or it waits for the transport. */
+			/* The ring is full: the lower half sends what it can.
+			 * Still full, it waits for transport room, which
+			 * brings the pump back. No second round here: the
+			 * completions drained after the pump would wait. */
 			if (s->tx_rung)
 				s->ops->doorbell(s);
-			if (s->failed || swiw_stream_tx_full(s))
-				break;
-			continue;
+			s->tx_full = !s->failed &&
+				     !swiw_ring_prod_slot(&s->txr);
+			break;
 		}
 		if (rc < 0) {
 			swiw_stream_fail(s, SWIW_V_RDMAP_CATASTROPHIC, NULL, 0,

@@ -189,6 +189,9 @@ struct swiw_stream {
 	struct swiw_ring evr; /* consumer view */
 	uint32_t ev_taken; /* events consumed since the last doorbell */
 	bool tx_rung; /* txds published since the last doorbell */
+	/* The transmit ring stayed full after a doorbell: the lower half
+	 * waits for transport room, which brings the pump back. */
+	bool tx_full;
 	struct swiw_mr *bounce_mr; /* inline data: a slot per txd */
 	uint8_t *bounce;
 	size_t bounce_len;
@@ -208,15 +211,6 @@ static inline int swiw_acc_bits(int ibv)
 static inline uint32_t swiw_stream_qpn(const struct swiw_stream *s)
 {
 	return s->qp->vqp.qp.qp_num;
-}
-
-/*
- * An attached stream's transmit ring is full: the pump rang the lower
- * half, which waits for transport room, and that room brings it back.
- */
-static inline bool swiw_stream_tx_full(const struct swiw_stream *s)
-{
-	return s->ops->txd && !s->failed && !swiw_ring_prod_slot(&s->txr);
 }
 
 void swiw_eng_lock(void);

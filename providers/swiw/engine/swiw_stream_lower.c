@@ -17,7 +17,7 @@
 #include "swiw.h"
 #include "swiw_stream.h"
 
-#define HS_TX_NUM 512
+#define HS_TX_NUM 256
 /* Events: one per message received and per WR sent, at most. */
 #define HS_EV_NUM 1024
 /* Receive rounds of SWIW_PROC_RX_READS reads per socket event. */
