@@ -1016,12 +1016,15 @@ static void test_flush_peer_destroyed_reads(void **state)
  * Threads keep posting to one QP while the main thread moves it to ERR:
  * every WR whose post returned 0 completes exactly once, successes
  * before flushes, each thread's in its order, none unaccounted for.
+ * The racers hold their last quarter until the QP is in ERR, so some
+ * WRs are always posted after it however the threads are scheduled.
  */
 struct racer {
 	struct fx *f;
 	int t;
 	uint32_t posted;
 	const char *err;
+	const bool *in_err;
 };
 
 static void *racer_main(void *arg)
@@ -1043,6 +1046,9 @@ static void *racer_main(void *arg)
 		r->posted++;
 		if (seq % 16 == 0)
 			usleep(500);
+		while (seq == 150 &&
+		       !__atomic_load_n(r->in_err, __ATOMIC_ACQUIRE))
+			usleep(100);
 	}
 	return NULL;
 }
@@ -1055,15 +1061,17 @@ static void test_threads_post_during_err(void **state)
 	static struct ibv_wc wc[4 * DEPTH];
 	uint32_t next[NT] = { 0 };
 	int t, i, n, flushed = 0;
+	bool in_err = false;
 
 	for (t = 0; t < NT; t++) {
-		r[t] = (struct racer){ .f = f, .t = t };
+		r[t] = (struct racer){ .f = f, .t = t, .in_err = &in_err };
 		assert_int_equal(
 			pthread_create(&th[t], NULL, racer_main, &r[t]), 0);
 	}
 	n = rt_wait(f->ascq, wc, 8, 5000);
 	assert_int_equal(n, 8);
 	assert_int_equal(rt_set_state(f->a, IBV_QPS_ERR), 0);
+	__atomic_store_n(&in_err, true, __ATOMIC_RELEASE);
 	for (t = 0; t < NT; t++)
 		assert_int_equal(pthread_join(th[t], NULL), 0);
 	n += rt_expect(f->ascq, wc + n, 4 * DEPTH - n, NT * 200 - n, 10000);
