@@ -22,7 +22,10 @@
  * doorbell; it sleeps no longer than the next dial attempt is due
  * (swiw_setup_broker.c). After any work it keeps polling
  * (epoll_wait with no timeout, and the send queues) for SWIW_ENG_SPIN_NS
- * before it sleeps, since a blocking wake-up costs 25-30 us here. A
+ * before it sleeps, since a blocking wake-up costs 25-30 us here; not
+ * while the program may be spinning on memory for what comes next (see
+ * last_empty_ns below): on a CPU they share, the spin would keep the
+ * program from seeing the data the thread places. A
  * stream is freed only by this thread, after the epoll_wait() that could
  * still name it has been handled (the graveyard), so an event never
  * points at freed memory.
@@ -42,7 +45,15 @@
  * the lock (post_send's own pump rings no doorbell unless it left WRs
  * that nothing else brings back); once the program stops calling (it
  * blocks, sits in pause(), or spins on memory as ib_write_lat does), the
- * thread works as in thread mode within SWIW_ENG_NAP_NS. Only the thread
+ * thread works as in thread mode within SWIW_ENG_NAP_NS. A program that
+ * takes completions but has not found a CQ empty lately (last_empty_ns)
+ * may be off spinning on memory, so the thread naps on the sockets
+ * rather than in nanosleep(), and places what comes at once. "Recently"
+ * is measured from the thread's own last wake-up: a program that shares
+ * the thread's CPU cannot poll while the thread runs, and may have been
+ * in a long sendmsg() just before. A poller that handled events bumps
+ * eng_poll_gen, so a deadline it set is seen by a thread about to sleep
+ * (wake_for_timers covers a thread already asleep). Only the thread
  * reaps the graveyard, after handling its own epoll_wait(), as above.
  *
  * A CQ, fed by many QPs and also reached by resize_cq, is produced into
@@ -81,7 +92,11 @@ static bool helper_watched;
 static bool eng_poll_mode; /* progress = poll */
 static uint64_t last_poll_ns; /* when an application last drove it */
 static uint64_t thread_wake_ns; /* the thread sleeps until then at most */
+/* Bumped by a poller that handled events under the lock: the thread,
+ * about to sleep, looks again at deadlines it has not seen. */
+static uint32_t eng_poll_gen;
 static bool eng_poll_wanted; /* a poller found the lock taken */
+static uint64_t last_empty_ns; /* when a poll last found its CQ empty */
 
 static void eng_lock_raw(void)
 {
@@ -249,7 +264,7 @@ static int eng_timeout_ms(void)
  */
 static void wake_for_timers(int t)
 {
-	uint64_t wake = __atomic_load_n(&thread_wake_ns, __ATOMIC_RELAXED);
+	uint64_t wake = __atomic_load_n(&thread_wake_ns, __ATOMIC_SEQ_CST);
 
 	if (t >= 0 && now_ns() + (uint64_t)t * 1000000u < wake)
 		swiw_eng_doorbell();
@@ -263,11 +278,14 @@ static void wake_for_timers(int t)
 void swiw_engine_poll(void)
 {
 	struct epoll_event evs[64];
+	uint64_t now;
 	int n, t;
 
 	if (!eng_poll_mode || !__atomic_load_n(&eng_started, __ATOMIC_ACQUIRE))
 		return;
-	__atomic_store_n(&last_poll_ns, now_ns(), __ATOMIC_RELAXED);
+	now = now_ns();
+	__atomic_store_n(&last_poll_ns, now, __ATOMIC_RELAXED);
+	__atomic_store_n(&last_empty_ns, now, __ATOMIC_RELAXED);
 	if (!eng_trylock()) {
 		__atomic_store_n(&eng_poll_wanted, true, __ATOMIC_RELAXED);
 		return;
@@ -275,6 +293,9 @@ void swiw_engine_poll(void)
 	n = epoll_wait(eng_epfd, evs, 64, 0);
 	eng_events(evs, n, false);
 	t = n > 0 ? eng_timeout_ms() : -1;
+	if (n > 0)
+		__atomic_store_n(&eng_poll_gen, eng_poll_gen + 1,
+				 __ATOMIC_SEQ_CST);
 	swiw_eng_unlock();
 	wake_for_timers(t);
 }
@@ -306,19 +327,46 @@ static bool thread_trylock(void)
 	       eng_trylock();
 }
 
-/* Poll mode: a program is driving the engine right now. */
-static bool app_polling(void)
+/*
+ * Poll mode: a program was driving the engine when the thread last woke.
+ * Not "now": sharing a CPU with the thread, the program cannot poll while
+ * the thread works.
+ */
+static bool app_polling(uint64_t woke)
 {
 	return eng_poll_mode &&
-	       now_ns() - __atomic_load_n(&last_poll_ns, __ATOMIC_RELAXED) <
+	       (int64_t)(woke -
+			 __atomic_load_n(&last_poll_ns, __ATOMIC_RELAXED)) <
 		       SWIW_ENG_POLLING_NS;
+}
+
+/*
+ * Poll mode: the program found a CQ empty recently, so it waits for
+ * completions by polling and takes what comes itself. One that only
+ * finds completions (ib_write_lat reaps its send CQ, then spins on
+ * memory) may need the thread to place what comes.
+ */
+static bool app_waits(uint64_t woke)
+{
+	return (int64_t)(woke -
+			 __atomic_load_n(&last_empty_ns, __ATOMIC_RELAXED)) <
+	       SWIW_ENG_POLLING_NS;
+}
+
+/* Poll mode: the program's last poll found completions. */
+static bool app_took_last(void)
+{
+	return eng_poll_mode &&
+	       __atomic_load_n(&last_empty_ns, __ATOMIC_RELAXED) !=
+		       __atomic_load_n(&last_poll_ns, __ATOMIC_RELAXED);
 }
 
 static void *eng_main(void *arg)
 {
 	struct epoll_event evs[64];
-	uint64_t spin_until = 0;
+	uint64_t spin_until = 0, woke = 0;
 	int n, wait_ms = -1, busy_naps = 0;
+	uint32_t seen_gen = 0;
 
 	(void)arg;
 	/* Naps of tens of microseconds: the default 50 us slack would
@@ -327,12 +375,32 @@ static void *eng_main(void *arg)
 	for (;;) {
 		bool work;
 
-		if (app_polling()) {
+		if (app_polling(woke)) {
 			/* Timers and dials still run, at nap granularity. */
 			struct timespec nap = { 0, SWIW_ENG_NAP_NS };
 
-			nanosleep(&nap, NULL);
 			n = 0;
+			if (!app_waits(woke)) {
+				/* It took completions and has not polled an
+				 * empty CQ since: it may be spinning on memory
+				 * (ib_write_lat) for what the thread must
+				 * place. Nap on the sockets; what comes while
+				 * it still has not polled is the thread's. */
+				n = epoll_pwait2(eng_epfd, evs, 64, &nap, NULL);
+				woke = now_ns();
+				if (n > 0 && app_waits(woke))
+					continue; /* its own poll takes them */
+				if (n > 0 && thread_trylock()) {
+					busy_naps = 0;
+					goto locked;
+				}
+				if (n < 0)
+					nanosleep(&nap, NULL);
+				n = 0;
+			} else {
+				nanosleep(&nap, NULL);
+				woke = now_ns();
+			}
 			/* A program polling in a loop holds the lock often:
 			 * waiting for it would make each of its unlocks a
 			 * futex wake-up. Timers can wait a few naps. */
@@ -346,20 +414,27 @@ static void *eng_main(void *arg)
 		} else {
 			uint64_t now = now_ns();
 
-			if (now < spin_until)
+			if (now < spin_until && !app_took_last())
 				wait_ms = 0;
 			__atomic_store_n(&thread_wake_ns,
 					 wait_ms < 0 ? UINT64_MAX :
 						       now + (uint64_t)wait_ms *
 								       1000000u,
-					 __ATOMIC_RELAXED);
+					 __ATOMIC_SEQ_CST);
+			/* A poller that handled events since wait_ms was
+			 * taken may have set a deadline, and seen the thread
+			 * still awake (wake_for_timers): look again. */
+			if (__atomic_load_n(&eng_poll_gen, __ATOMIC_SEQ_CST) !=
+			    seen_gen)
+				wait_ms = 0;
 			n = epoll_wait(eng_epfd, evs, 64, wait_ms);
+			woke = now_ns();
 			__atomic_store_n(&thread_wake_ns, 0, __ATOMIC_RELAXED);
 			/* Woken with the program that drives the engine: its
 			 * own epoll_wait() reports the same events (level
 			 * triggered), so leave them to it rather than queue
 			 * on the lock. */
-			if (n > 0 && app_polling()) {
+			if (n > 0 && app_polling(woke)) {
 				if (!thread_trylock())
 					continue;
 				goto locked;
@@ -374,6 +449,7 @@ locked:
 		swiw_conn_run();
 		swiw_streams_reap();
 		wait_ms = eng_timeout_ms();
+		seen_gen = eng_poll_gen;
 		swiw_eng_unlock();
 		if (work)
 			spin_until = now_ns() + SWIW_ENG_SPIN_NS;
