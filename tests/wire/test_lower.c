@@ -1569,19 +1569,28 @@ static void test_send_inval_local(void **state)
 	env_mr_put(&B->e, m.handle);
 }
 
-/* Pull mode over a socket: large runs land in place, small ones staged. */
-/* @s again, in pull mode: its lower half reads the socket into @stage. */
-static void pull_mode(struct side *s, u8 *stage, u32 len)
+/*
+ * A new pair whose B reads its socket in pull mode into @stage (64 KiB),
+ * @len octets registered at 0x100000 on each side: A's source *@src,
+ * filled, and B's remotely writable *@dst.
+ */
+static void pull_pair(bool crc, u8 *stage, u32 len, u32 *src, u32 *dst)
 {
 	assert_non_null(stage);
-	swiw_lower_fini(s->e.l);
-	s->e.cfg.stage = stage;
-	s->e.cfg.stage_len = len;
-	assert_int_equal(swiw_lower_init(s->e.l, &s->e.cfg, &env_ops, &s->e),
+	pair_new(&(struct opts){ .crc = crc });
+	swiw_lower_fini(B->e.l);
+	B->e.cfg.stage = stage;
+	B->e.cfg.stage_len = 65536;
+	assert_int_equal(swiw_lower_init(B->e.l, &B->e.cfg, &env_ops, &B->e),
 			 0);
-	s->pull = true;
+	B->pull = true;
+	*src = env_reg(&A->e, 0x100000, len, 0);
+	*dst = env_reg(&B->e, 0x100000, len,
+		       SWIW_ACC_LOCAL_WRITE | SWIW_ACC_REMOTE_WRITE);
+	fill(mem(A, *src), len);
 }
 
+/* Pull mode over a socket: large runs land in place, small ones staged. */
 static void test_pull(void **state)
 {
 	enum {
@@ -1593,13 +1602,8 @@ static void test_pull(void **state)
 	int i, rounds;
 
 	(void)state;
-	pair_new(&(struct opts){ .crc = true });
-	pull_mode(B, stage, 65536);
-	src = env_reg(&A->e, 0x100000, LEN, 0);
-	dst = env_reg(&B->e, 0x100000, LEN,
-		      SWIW_ACC_LOCAL_WRITE | SWIW_ACC_REMOTE_WRITE);
+	pull_pair(true, stage, LEN, &src, &dst);
 	rq = env_reg(&B->e, 0x900000, 65536, SWIW_ACC_LOCAL_WRITE);
-	fill(mem(A, src), LEN);
 	for (i = 0; i < 30; i++)
 		post_rqe1(B, (u64)i, rq, 0x900000 + 1000 * (u64)i, 1000);
 	do_write(A, dst, 0x100000, LEN, src, 0x100000, 16000, 1);
@@ -1649,15 +1653,10 @@ static void test_pull_bound(void **state)
 	};
 	u8 *stage = malloc(65536);
 	u32 src, dst;
-	int rc, i;
+	int i;
 
 	(void)state;
-	pair_new(&(struct opts){ .crc = false });
-	pull_mode(B, stage, 65536);
-	src = env_reg(&A->e, 0x100000, LEN, 0);
-	dst = env_reg(&B->e, 0x100000, LEN,
-		      SWIW_ACC_LOCAL_WRITE | SWIW_ACC_REMOTE_WRITE);
-	fill(mem(A, src), LEN);
+	pull_pair(false, stage, LEN, &src, &dst);
 	/* One small Write: the first reads take it all, the next is short. */
 	do_write(A, dst, 0x100000, 100, src, 0x100000, 16000, 1);
 	swiw_lower_tx(A->e.l);
@@ -1669,8 +1668,7 @@ static void test_pull_bound(void **state)
 	for (i = 0; i < 100 && swiw_lower_tx(A->e.l) == 1; i++)
 		;
 	readable(B);
-	rc = swiw_lower_rx_pull(B->e.l, 1);
-	assert_int_equal(rc, 1);
+	assert_int_equal(swiw_lower_rx_pull(B->e.l, 1), 1);
 	for (i = 0; i < 20000 && !swiw_lower_rx_done(B->e.l); i++) {
 		pump();
 		if (!memcmp(mem(B, dst), mem(A, src), LEN))
