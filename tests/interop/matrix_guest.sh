@@ -295,14 +295,8 @@ t_perf() {
 			note "a figure of '$fig' (perftest's clock under TCG), again"
 		elif { srv_log; cat "$T_TMP/cli.out"; } | grep -q "Can't produce a report"; then
 			note "perftest's clock fit failed under TCG, again"
-		elif grep -Eq 'ERRNO: Connection refused|REJECTED; error: -111' "$T_TMP/cli.out" &&
-			grep -q 'Failed to connect RDMA CM events' "$T_TMP/cli.out"; then
-			# perftest -R connects twice; its client dials the
-			# second time without waiting for the server to listen
-			# again, and iWARP answers the early SYN with a RST
-			# (seen with siw against itself too). Noted in the row.
-			# perftest may print a stale errno beside the refusal
-			# (-111, ECONNREFUSED), and then crash on its way out.
+		elif perftest_cm_raced "$(cat "$T_TMP/cli.out")"; then
+			# Noted in the row.
 			note "perftest's second connection came before its server listened, again"
 			R_NOTE+="${R_NOTE:+; }retried: perftest's second connect raced its listen"
 		else

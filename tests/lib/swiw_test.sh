@@ -532,6 +532,17 @@ pd_leak_ok() {
 	grep -q '^Failed to deallocate PD' <<<"$2"
 }
 
+# perftest -R connects twice, and its client dials the second time
+# without waiting for its server to listen again: iWARP answers that
+# early SYN with a RST (siw against itself too). perftest then prints the
+# refusal, sometimes as REJECTED -111 (ECONNREFUSED) beside a stale errno,
+# and may crash on its way out. perftest_cm_raced OUTPUT: true if the
+# client's OUTPUT shows that race, which is worth another try.
+perftest_cm_raced() {
+	grep -Eq 'ERRNO: Connection refused|REJECTED; error: -111' <<<"$1" &&
+		grep -q 'Failed to connect RDMA CM events' <<<"$1"
+}
+
 # The swiw device names ibv_devices printed, sorted, one per line.
 swiw_devices_of() {
 	printf '%s\n' "$1" | awk '$1 ~ /^swiw_/ { print $1 }' | sort
