@@ -5,6 +5,8 @@
 # in-process peer, each way round (e2e.sh), keeps every capture, then
 # judges them here with tshark (tests/wire/capture_check.sh): tshark
 # starts slowly, and under QEMU TCG each call would take many seconds.
+# SWIW_CAPTURE_KEEP=DIR keeps the captures that fail there, as
+# e2e.capture does.
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/../lib/swiw_test.sh"
 : "${SWIW_BUILD:?SWIW_BUILD is not set (the swiw build directory)}"
@@ -41,6 +43,10 @@ while read -r file crc addrs; do
 		check_pass "$file: $(tail -1 <<<"$out")"
 	else
 		echo "$out"
+		if [ -n "${SWIW_CAPTURE_KEEP:-}" ]; then
+			cp "$keep/$file" "$SWIW_CAPTURE_KEEP/" &&
+				note "kept $SWIW_CAPTURE_KEEP/$file"
+		fi
 		check_fail "$file (crc $crc, markers asked by: $addrs)"
 	fi
 done <"$keep/manifest"

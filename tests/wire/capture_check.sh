@@ -11,11 +11,20 @@
 #   PROTOCOL.md §4); with CRC on, some decode with "Good CRC32";
 # - with markers, FPDUs towards a side that asked carry them;
 # - the DDP sequences are right (ddp_sequence.py).
+# First mpa_resegment.py walks every FPDU of each MPA connection itself
+# (failing on a hole, a retransmission that differs, FPDUs that do not
+# end where the data does, or a marker that points elsewhere) and
+# rewrites the capture with one FPDU per TCP segment: TCP cuts across
+# FPDUs when a window or congestion limit leaves a short segment, and
+# the dissector, which does not follow FPDUs through that or through
+# retransmissions, then reads headers from inside an FPDU. So every FPDU
+# is judged, whatever TCP did with it.
 # Wireshark's MPA dissector (packet-iwarp-mpa.c, 4.0) reads markers only
-# when both directions carry them and each TCP segment is one FPDU: a
-# connection with markers one way only is judged on its Request/Reply
-# flags alone, and the caller keeps FPDUs one per segment when markers
-# are on (small ping-pong messages, segmentation offloads off).
+# when both directions carry them: a connection with markers one way only
+# is judged by the walk and on its Request/Reply flags. It also miscounts
+# the markers of an FPDU that ends on a marker point; the walk leaves
+# those FPDUs out, checks their CRC and hands their DDP headers to
+# ddp_sequence.py.
 # Prints one summary line; exits 1 on any failure.
 here=$(dirname "$0")
 . "$here/../lib/swiw_test.sh"
@@ -25,7 +34,12 @@ maddr=" $* "
 need_cmd tshark python3
 wants() { [[ "$maddr" == *" $1 "* ]]; }
 
-ts=(tshark -n -r "$cap" --disable-heuristic rpcrdma_iwarp
+need_cmd editcap
+editcap -F pcap "$cap" "$T_TMP/in.pcap" || fail "editcap cannot read $cap"
+python3 "$here/mpa_resegment.py" "$T_TMP/in.pcap" "$T_TMP/whole.pcap" >"$T_TMP/walk" ||
+	check_fail "the FPDU walk: $(grep -m5 FAIL "$T_TMP/walk")"
+[ -s "$T_TMP/whole.pcap" ] || fail "mpa_resegment.py wrote nothing"
+ts=(tshark -n -r "$T_TMP/whole.pcap" --disable-heuristic rpcrdma_iwarp
 	--disable-heuristic smb_direct_iwarp)
 
 # The handshakes: stream, request (1) or reply (empty), C, M, source.
@@ -56,23 +70,38 @@ for s in "${!mstreams[@]}"; do
 	fi
 done
 if [ "${#judge[@]}" -eq 0 ]; then
-	echo "capture: $nrr MPA frames; markers one way only on every stream: flags judged, FPDUs not (see capture_check.sh)"
+	echo "capture: $(sed -n 's/^resegmented: //p' "$T_TMP/walk"); $nrr MPA frames; markers one way only on every stream: flags and the walk judged, Wireshark's FPDU decode not (see capture_check.sh)"
 	[ "$T_FAILED" -eq 0 ]
 	exit
 fi
 filter=$(printf ' || %s' "${judge[@]}")
 filter=${filter# || }
-# Retransmitted and reordered segments (TCG's slow timers cause spurious
-# ones) are left out: the MPA dissector does not reassemble, so it reads
-# them from a wrong start; the receiver's own CRC check covered them.
-# One line each, with its direction, where ddp_sequence.py takes a
-# forward jump as a gap.
-"${ts[@]}" -Y "($filter) && (tcp.analysis.retransmission || tcp.analysis.out_of_order)" \
-	-T fields -E separator=';' -e tcp.stream -e tcp.srcport >"$T_TMP/retx" 2>/dev/null
-retx=$(wc -l <"$T_TMP/retx")
-DDP_GAP_SIDES=$(sort -u "$T_TMP/retx" | tr '\n' ' ')
-export DDP_GAP_SIDES
-filter="($filter) && !tcp.analysis.retransmission && !tcp.analysis.out_of_order"
+# Each judged direction: the FPDUs the walk found, and those it left out
+# to read itself. Wireshark must decode every other one; ddp_sequence.py
+# takes the walk's rows in their place (DDP_EXTRA).
+"${ts[@]}" -Y "tcp.flags.syn == 1" -T fields -E separator=' ' -e ip.src -e tcp.srcport \
+	-e ip.dst -e tcp.dstport -e tcp.stream >"$T_TMP/syns" 2>/dev/null
+# stream_of SRC SPORT DST DPORT: the TCP stream index of that connection.
+stream_of() {
+	awk -v c="$*" '$1 " " $2 " " $3 " " $4 == c { print $5; exit }' "$T_TMP/syns"
+}
+judged() {
+	[[ " ${judge[*]} " == *" tcp.stream == $1 "* ]]
+}
+nwant=0
+skipped=0
+while read -r _ src sport dst dport n left; do
+	s=$(stream_of "$src" "$sport" "$dst" "$dport")
+	judged "$s" || continue
+	nwant=$((nwant + n - left))
+	skipped=$((skipped + left))
+done < <(grep '^direction ' "$T_TMP/walk")
+: >"$T_TMP/extra"
+while read -r _ src sport dst dport seq fields; do
+	s=$(stream_of "$src" "$sport" "$dst" "$dport")
+	! judged "$s" || echo "$s;$sport;$fields;$seq" >>"$T_TMP/extra"
+done < <(grep '^row ' "$T_TMP/walk")
+export DDP_EXTRA=$T_TMP/extra
 
 "${ts[@]}" -Y "$filter" -V >"$T_TMP/decode" 2>"$T_TMP/err" || { cat "$T_TMP/err"; fail "tshark"; }
 bad=$(grep -c 'Bad CRC32' "$T_TMP/decode")
@@ -104,8 +133,12 @@ done
 "${ts[@]}" -Y "($filter) && iwarp_ddp" -T fields -E separator=";" -E occurrence=a -E aggregator=, \
 	-e tcp.stream -e tcp.srcport -e iwarp_mpa.ulpdulength -e iwarp_ddp.tagged_flag \
 	-e iwarp_ddp.last_flag -e iwarp_rdma.opcode -e iwarp_ddp.qn -e iwarp_ddp.msn \
-	-e iwarp_ddp.mo -e iwarp_ddp.stag -e iwarp_ddp.tagged_offset >"$T_TMP/fields" 2>/dev/null
+	-e iwarp_ddp.mo -e iwarp_ddp.stag -e iwarp_ddp.tagged_offset -e tcp.seq \
+	>"$T_TMP/fields" 2>/dev/null
 python3 "$here/ddp_sequence.py" "$T_TMP/fields" || check_fail "DDP sequences (above)"
+got=$(awk -F';' '{ n += split($6, a, ",") } END { print n + 0 }' "$T_TMP/fields")
+[ "$got" -eq "$nwant" ] ||
+	check_fail "Wireshark decoded $got DDP segments, the walk found $nwant for it"
 
-echo "capture: $nrr MPA frames, $good Good CRC32, $bad Bad CRC32, $mal malformed, $marked FPDUs with markers, $retx retransmitted or reordered segments left out (crc $crc, markers asked by:${maddr% })"
+echo "capture: $(sed -n 's/^resegmented: //p' "$T_TMP/walk"); $nrr MPA frames, $good Good CRC32, $bad Bad CRC32, $mal malformed, $marked FPDUs with markers, $skipped left to the walk (crc $crc, markers asked by:${maddr% })"
 [ "$T_FAILED" -eq 0 ]

@@ -18,6 +18,16 @@
  * ignores which side asked for them), so the marker conversation keeps to
  * that; markers in one direction only are covered by the unit tests.
  * It prints what it sent: "fpdus N", "mpa_frames N", "opcodes ...".
+ *
+ * wire_capture --cut FLAW PCAP: instead, one conversation (MPA rev 2,
+ * WRITE RTR, markers both ways, CRC) cut as a TCP stack under pressure
+ * cuts it: segments that end inside FPDUs, and a retransmission with other
+ * bounds than the segments it repeats. It is for capture_check.sh, whose
+ * FPDU walk must see through that (FLAW none) and must catch what a live
+ * capture can get wrong: a segment missing (hole), a retransmission that
+ * differs (retx), a marker pointing elsewhere (marker), a stream ending
+ * inside an FPDU (length), a bad CRC in an FPDU that ends on a marker
+ * point, which Wireshark 4.0 cannot read and the walk checks (crc).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,7 +56,13 @@ struct conv {
 	struct side side[2];
 	u32 mulpdu;
 	bool batch; /* several FPDUs per TCP segment */
+	bool cut; /* --cut: FPDUs kept in cut_buf, cut by cut_emit() */
 };
+
+static const char *cut_flaw;
+static u8 cut_buf[2][1 << 20];
+static size_t cut_len[2];
+static size_t cut_on_marker[2]; /* where the FPDU ending on one ends */
 
 static unsigned int n_fpdus, n_mpa_frames;
 static bool opcode_seen[16];
@@ -71,6 +87,15 @@ static void flush(struct conv *cv, int dir)
 	size_t start = 0, end = 0;
 	unsigned int i;
 
+	if (cv->cut) {
+		if (cut_len[dir] + s->batch_len > sizeof(cut_buf[dir]))
+			die("--cut: the conversation is too long", 0);
+		memcpy(cut_buf[dir] + cut_len[dir], s->batch, s->batch_len);
+		cut_len[dir] += s->batch_len;
+		s->batch_len = 0;
+		s->n_ends = 0;
+		return;
+	}
 	for (i = 0; i < s->n_ends; i++) {
 		if (s->ends[i] - start > cv->tcp.mss && end > start) {
 			tcp_conv_send(&cv->tcp, dir, s->batch + start,
@@ -99,7 +124,7 @@ static void put_fpdu(struct conv *cv, int dir, const void *hdr, u32 hdr_len,
 	ret = swiw_fpdu_tx_build(&s->ftx, piece, pay_len ? 2 : 1, &f);
 	if (ret)
 		die("swiw_fpdu_tx_build", ret);
-	if (s->ftx.markers && s->ftx.pos % MPA_MARKER_SPACING == 0)
+	if (s->ftx.markers && s->ftx.pos % MPA_MARKER_SPACING == 0 && !cv->cut)
 		die("an FPDU ends on a marker point", 0);
 	if (s->batch_len + f.len > BATCH_MAX ||
 	    s->n_ends == SWIW_ARRAY_SIZE(s->ends))
@@ -137,7 +162,7 @@ static void send_msg(struct conv *cv, int dir, struct swiw_rdmap_msg *m,
 		 * an FPDU ends (it counts it in the ending FPDU): where this
 		 * segment would end so, cut it 4 octets shorter. */
 		ret = swiw_ddp_tx_next(&probe, mulpdu, hdr, sizeof(hdr), &seg);
-		if (ret == 1 && ftx->markers) {
+		if (ret == 1 && ftx->markers && !cv->cut) {
 			end = ftx->pos +
 			      swiw_mpa_fpdu_len(seg.hdr_len + seg.payload_len,
 						ftx->pos, true);
@@ -304,6 +329,97 @@ static void handshake(struct conv *cv, const struct swiw_mpa_cfg *ci,
 		die("RTR refused", 0);
 }
 
+static bool flaw(const char *what)
+{
+	return cut_flaw && !strcmp(cut_flaw, what);
+}
+
+/*
+ * Sends until one with a marker inside ends exactly on a marker point
+ * (--cut): an FPDU Wireshark mis-sizes, which capture_check.sh's walk
+ * checks instead.
+ */
+static void end_on_marker(struct conv *cv, int d)
+{
+	unsigned int i;
+
+	for (i = 0; i < 1000; i++) {
+		send_untagged(cv, d, RDMAP_SEND, 600, RDMAP_QN_SEND);
+		flush(cv, d);
+		if (cv->side[d].ftx.pos % MPA_MARKER_SPACING == 0) {
+			cut_on_marker[d] = cut_len[d];
+			return;
+		}
+	}
+	die("--cut: no FPDU ends on a marker point", 0);
+}
+
+struct cut_dir {
+	size_t len, off, mark[6];
+	unsigned int k;
+};
+
+/*
+ * One segment of direction @d (--cut), of a size that has nothing to do
+ * with the FPDUs; the fifth is followed by a retransmission of the last
+ * 100 octets of the third through the fifth. Each segment is acked by a
+ * bare ACK from the other side, which, sent while that side is itself
+ * inside an FPDU, carries a sequence number ahead of that FPDU's start.
+ */
+static void cut_step(struct conv *cv, int d, struct cut_dir *c)
+{
+	static const size_t sizes[] = { 1000, 1448, 36, 700, 1448, 516 };
+	static u8 again[4096];
+	const u8 *b = cut_buf[d];
+	size_t n = sizes[c->k % SWIW_ARRAY_SIZE(sizes)];
+	u32 next;
+
+	if (n > c->len - c->off)
+		n = c->len - c->off;
+	if (c->k < SWIW_ARRAY_SIZE(c->mark))
+		c->mark[c->k] = c->off;
+	if (flaw("hole") && d == 0 && c->k == 7)
+		cv->tcp.seq[d] += (u32)n; /* never captured */
+	else
+		tcp_conv_send(&cv->tcp, d, b + c->off, n);
+	if (c->k == 4) {
+		size_t r = c->off + n - (c->mark[2] - 100);
+
+		memcpy(again, b + c->mark[2] - 100, r);
+		if (flaw("retx") && d == 1)
+			again[r / 2] ^= 1;
+		next = cv->tcp.seq[d];
+		cv->tcp.seq[d] -= (u32)r;
+		tcp_conv_send(&cv->tcp, d, again, r);
+		cv->tcp.seq[d] = next;
+	}
+	c->off += n;
+	c->k++;
+}
+
+/* Both directions' FPDUs (--cut), their segments interleaved, flawed. */
+static void cut_emit(struct conv *cv)
+{
+	struct cut_dir c[2] = { { .len = cut_len[0] }, { .len = cut_len[1] } };
+	int d;
+
+	for (d = 0; d < 2; d++)
+		if (c[d].len < 8000)
+			die("--cut: too little to cut", (int)c[d].len);
+	if (flaw("marker"))
+		cut_buf[0][2 * MPA_MARKER_SPACING + 3] ^=
+			0x10; /* its FPDUPTR */
+	if (flaw("length"))
+		c[1].len -= 8;
+	if (flaw("crc"))
+		cut_buf[0][cut_on_marker[0] - 12] ^= 1; /* in its payload */
+	while (c[0].off < c[0].len || c[1].off < c[1].len)
+		for (d = 0; d < 2; d++)
+			if (c[d].off < c[d].len)
+				cut_step(cv, d, &c[d]);
+	cut_len[0] = cut_len[1] = 0;
+}
+
 /* @emss sizes the FPDUs, @mss the TCP segments that carry them. */
 static void conversation(struct pcap_out *out, u16 port, u8 rev, bool p2p,
 			 u8 rtr, bool mk_i, bool mk_r, u32 emss, u32 mss,
@@ -316,6 +432,7 @@ static void conversation(struct pcap_out *out, u16 port, u8 rev, bool p2p,
 	memset(&cv, 0, sizeof(cv));
 	tcp_conv_open(&cv.tcp, out, 0x0a000001, port, 0x0a000002, 4791, mss);
 	cv.batch = batch;
+	cv.cut = cut_flaw != NULL;
 	cv.mulpdu = swiw_mpa_mulpdu(emss, mk_i || mk_r);
 	swiw_mpa_cfg_init(&ci);
 	swiw_mpa_cfg_init(&cr);
@@ -340,8 +457,12 @@ static void conversation(struct pcap_out *out, u16 port, u8 rev, bool p2p,
 		flush(&cv, d);
 		send_read_req(&cv, d, 6000 + 13 * d);
 		send_atomics(&cv, d);
+		if (cv.cut)
+			end_on_marker(&cv, d);
 	}
 	send_terminate(&cv, 1);
+	if (cv.cut)
+		cut_emit(&cv);
 	tcp_conv_close(&cv.tcp);
 }
 
@@ -350,22 +471,34 @@ int main(int argc, char **argv)
 	struct pcap_out out;
 	size_t i;
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: wire_capture FILE.pcap\n");
+	if (argc == 4 && !strcmp(argv[1], "--cut")) {
+		cut_flaw = argv[2];
+		if (!flaw("none") && !flaw("hole") && !flaw("retx") &&
+		    !flaw("marker") && !flaw("length") && !flaw("crc"))
+			die("--cut: no such flaw", 0);
+		argv += 2;
+	} else if (argc != 2) {
+		fprintf(stderr, "usage: wire_capture [--cut none|hole|retx|"
+				"marker|length|crc] FILE.pcap\n");
 		return 2;
 	}
 	for (i = 0; i < sizeof(payload); i++)
 		payload[i] = (u8)(i * 7 + (i >> 8));
 	if (pcap_out_open(&out, argv[1]))
 		die("cannot write the capture", 0);
-	conversation(&out, 40001, MPA_REV_1, false, 0, false, false, 1460, 1460,
-		     false);
-	conversation(&out, 40002, MPA_REV_2, true, SWIW_MPA_RTR_F_WRITE, false,
-		     false, 1460, 1460, true);
-	conversation(&out, 40003, MPA_REV_2, true, SWIW_MPA_RTR_F_READ, true,
-		     true, 1460, 1460, false);
-	conversation(&out, 40004, MPA_REV_2, true, SWIW_MPA_RTR_F_WRITE, false,
-		     false, 1460, 700, false);
+	if (cut_flaw) {
+		conversation(&out, 40005, MPA_REV_2, true, SWIW_MPA_RTR_F_WRITE,
+			     true, true, 1460, 1460, true);
+	} else {
+		conversation(&out, 40001, MPA_REV_1, false, 0, false, false,
+			     1460, 1460, false);
+		conversation(&out, 40002, MPA_REV_2, true, SWIW_MPA_RTR_F_WRITE,
+			     false, false, 1460, 1460, true);
+		conversation(&out, 40003, MPA_REV_2, true, SWIW_MPA_RTR_F_READ,
+			     true, true, 1460, 1460, false);
+		conversation(&out, 40004, MPA_REV_2, true, SWIW_MPA_RTR_F_WRITE,
+			     false, false, 1460, 700, false);
+	}
 	pcap_out_close(&out);
 
 	printf("fpdus %u\nmpa_frames %u\nopcodes", n_fpdus, n_mpa_frames);
