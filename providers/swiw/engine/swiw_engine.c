@@ -53,8 +53,10 @@
  * the thread's CPU cannot poll while the thread runs, and may have been
  * in a long sendmsg() just before. A poller that handled events bumps
  * eng_poll_gen, so a deadline it set is seen by a thread about to sleep
- * (wake_for_timers covers a thread already asleep). Only the thread
- * reaps the graveyard, after handling its own epoll_wait(), as above.
+ * (wake_for_timers covers a thread already asleep); any other holder
+ * that set one (swiw_eng_deadline) does the same as it unlocks. Only the
+ * thread reaps the graveyard, after handling its own epoll_wait(), as
+ * above.
  *
  * A CQ, fed by many QPs and also reached by resize_cq, is produced into
  * under its own eng_lock.
@@ -97,6 +99,8 @@ static uint64_t thread_wake_ns; /* the thread sleeps until then at most */
 static uint32_t eng_poll_gen;
 static bool eng_poll_wanted; /* a poller found the lock taken */
 static uint64_t last_empty_ns; /* when a poll last found its CQ empty */
+/* The earliest deadline set under the lock by the holder (0: none). */
+static uint64_t eng_new_due_ns;
 
 static void eng_lock_raw(void)
 {
@@ -119,10 +123,37 @@ void swiw_eng_lock(void)
 	__atomic_fetch_sub(&eng_waiters, 1, __ATOMIC_RELAXED);
 }
 
+/*
+ * A holder other than the thread that set a deadline (a peer's EOF that
+ * post_send's pump drained, an MPA timer) lets the thread know before it
+ * lets go: the thread may sleep in epoll_wait() with no deadline, and the
+ * event that set this one is consumed, so nothing else would wake it.
+ * The thread itself takes its timeout at the end of every hold.
+ */
 void swiw_eng_unlock(void)
 {
+	uint64_t due = eng_new_due_ns;
+
+	/* No thread-local flag: LeakSanitizer's tracer faults on the TLS
+	 * of a dlopen()ed provider. eng_thread is set under the lock. */
+	if (due && eng_started && pthread_equal(pthread_self(), eng_thread))
+		due = 0;
+	eng_new_due_ns = 0;
+	if (due)
+		__atomic_store_n(&eng_poll_gen, eng_poll_gen + 1,
+				 __ATOMIC_SEQ_CST);
 	__atomic_store_n(&eng_owner, 0, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&eng_lock);
+	if (due && due < __atomic_load_n(&thread_wake_ns, __ATOMIC_SEQ_CST))
+		swiw_eng_doorbell();
+}
+
+/* Under the lock: something is due at @due_ns (CLOCK_MONOTONIC). */
+void swiw_eng_deadline(uint64_t due_ns)
+{
+	swiw_eng_assert_held();
+	if (!eng_new_due_ns || due_ns < eng_new_due_ns)
+		eng_new_due_ns = due_ns;
 }
 
 void swiw_eng_assert_held(void)

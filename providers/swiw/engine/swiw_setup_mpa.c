@@ -236,6 +236,7 @@ static void mpa_deadline(struct swiw_stream *s)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	s->setup->mpa_due_ns = (uint64_t)ts.tv_sec * 1000000000u +
 			       (uint64_t)ts.tv_nsec + (uint64_t)ms * 1000000u;
+	swiw_eng_deadline(s->setup->mpa_due_ns);
 }
 
 void swiw_stream_mpa_events(struct swiw_stream *s)

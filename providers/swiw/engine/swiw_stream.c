@@ -267,6 +267,7 @@ void swiw_stream_peer_eof(struct swiw_stream *s)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	s->eof_due_ns = (uint64_t)ts.tv_sec * 1000000000u +
 			(uint64_t)ts.tv_nsec + EOF_GRACE_NS;
+	swiw_eng_deadline(s->eof_due_ns);
 	/* Out of the epoll set: a hung-up socket would report for ever. */
 	swiw_eng_epoll_ctl(EPOLL_CTL_DEL, s->fd, 0, NULL);
 }

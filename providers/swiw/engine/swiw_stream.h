@@ -220,6 +220,7 @@ bool swiw_eng_poller_waits(void);
 int swiw_eng_start(void);
 int swiw_eng_epoll_ctl(int op, int fd, uint32_t events, void *ptr);
 void swiw_eng_doorbell(void);
+void swiw_eng_deadline(uint64_t due_ns);
 void swiw_eng_watch_helper(int fd);
 
 /* swiw_stream.c: lifecycle and errors */
