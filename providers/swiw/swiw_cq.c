@@ -150,16 +150,20 @@ int swiw_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 /*
  * Arms the CQ for the next completion added to it (verbs' semantics:
  * one already there does not count; the application polls after arming
- * to catch those).
+ * to catch those). An exchange, as cq_notify() reads the word with a
+ * read-modify-write: the two are ordered on the word, so either the
+ * engine sees the arm, or this sees (synchronises with) the completion
+ * it published before; with a plain store and load each could read the
+ * other's old value (a store may pass a later load, on x86 too).
  */
 int swiw_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 {
 	struct swiw_cq *cq = to_swiw_cq(ibcq);
 
-	__atomic_store_n(&cq->ctrl->notify,
-			 solicited_only ? SWIW_NOTIFY_SOLICITED :
-					  SWIW_NOTIFY_NEXT,
-			 __ATOMIC_RELEASE);
+	__atomic_exchange_n(&cq->ctrl->notify,
+			    solicited_only ? SWIW_NOTIFY_SOLICITED :
+					     SWIW_NOTIFY_NEXT,
+			    __ATOMIC_ACQ_REL);
 	return 0;
 }
 

@@ -1025,6 +1025,153 @@ static void drain_cq(struct ibv_cq *cq)
 }
 
 /*
+ * Completion events under a steady stream: a thread posts Sends while
+ * this one waits on the channel, and each round re-arms the CQ and then
+ * polls it empty, as every event-driven program does. A completion that
+ * the engine adds while the arm is still on its way must be seen by that
+ * poll, or must raise the event: else the program sleeps on a completion
+ * it will never hear of (the arm and the completion cross, each side
+ * reading the other's old value). Bounded by EV_RACE_N messages and
+ * EV_RACE_S seconds.
+ */
+#define EV_RACE_N 40000
+#define EV_RACE_S 6
+#define EV_RACE_DEPTH 4
+
+struct ev_race {
+	struct ibv_qp *sq;
+	struct ibv_cq *scq;
+	struct ibv_sge sge;
+	unsigned int credits; /* receives posted in all, atomic */
+	unsigned int stop; /* atomic */
+	int err;
+};
+
+static void *ev_race_sender(void *arg)
+{
+	struct ev_race *r = arg;
+	struct ibv_send_wr w = { .sg_list = &r->sge,
+				 .num_sge = 1,
+				 .opcode = IBV_WR_SEND,
+				 .send_flags = IBV_SEND_SIGNALED },
+			   *bad;
+	struct ibv_wc wc[16];
+	unsigned int sent = 0, done = 0;
+	int n;
+
+	while (sent < EV_RACE_N &&
+	       !__atomic_load_n(&r->stop, __ATOMIC_RELAXED)) {
+		if (sent - done < EV_RACE_DEPTH &&
+		    sent < __atomic_load_n(&r->credits, __ATOMIC_ACQUIRE)) {
+			w.wr_id = sent;
+			if (ibv_post_send(r->sq, &w, &bad)) {
+				r->err = 1;
+				break;
+			}
+			sent++;
+		}
+		n = ibv_poll_cq(r->scq, 16, wc);
+		if (n < 0 || (n > 0 && wc[n - 1].status != IBV_WC_SUCCESS)) {
+			r->err = 2;
+			break;
+		}
+		done += (unsigned int)n;
+	}
+	return NULL;
+}
+
+static void test_event_race(void **state)
+{
+	struct fx *f = *state;
+	struct ibv_comp_channel *ch = ibv_create_comp_channel(f->ctx);
+	struct ibv_cq *rcq =
+		ibv_create_cq(f->ctx, 2 * EV_RACE_DEPTH, NULL, ch, 0);
+	struct ibv_cq *scq =
+		ibv_create_cq(f->ctx, 2 * EV_RACE_DEPTH, NULL, NULL, 0);
+	struct ibv_qp_init_attr qa = { .send_cq = scq,
+				       .recv_cq = rcq,
+				       .cap = { .max_send_wr = EV_RACE_DEPTH,
+						.max_recv_wr = EV_RACE_DEPTH,
+						.max_send_sge = 1,
+						.max_recv_sge = 1 },
+				       .qp_type = IBV_QPT_RC };
+	struct ev_race r = { .sge = { (uintptr_t)f->a.src, 8,
+				      f->a.smr->lkey } };
+	struct ibv_sge rs = { (uintptr_t)f->b.dst, 64, f->b.dmr->lkey };
+	struct ibv_recv_wr rw = { .sg_list = &rs, .num_sge = 1 }, *bad;
+	struct pollfd p;
+	struct ibv_cq *evcq;
+	struct ibv_wc wc[16];
+	struct timespec t0, t;
+	unsigned int got = 0, events = 0, i;
+	struct ibv_qp *rq;
+	pthread_t th;
+	void *evctx;
+	int n;
+
+	assert_non_null(ch);
+	assert_non_null(rcq);
+	assert_non_null(scq);
+	qa.send_cq = f->b.scq;
+	rq = ibv_create_qp(f->pd, &qa);
+	qa.send_cq = scq;
+	qa.recv_cq = f->a.rcq;
+	r.sq = ibv_create_qp(f->pd, &qa);
+	r.scq = scq;
+	assert_non_null(rq);
+	assert_non_null(r.sq);
+	assert_int_equal(verbs_to_rts(r.sq, rq->qp_num), 0);
+	assert_int_equal(verbs_to_rts(rq, r.sq->qp_num), 0);
+	for (i = 0; i < EV_RACE_DEPTH; i++)
+		assert_int_equal(ibv_post_recv(rq, &rw, &bad), 0);
+	r.credits = EV_RACE_DEPTH;
+	assert_int_equal(ibv_req_notify_cq(rcq, 0), 0);
+	assert_int_equal(pthread_create(&th, NULL, ev_race_sender, &r), 0);
+	p = (struct pollfd){ .fd = ch->fd, .events = POLLIN };
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (got < EV_RACE_N && !r.err) {
+		if (poll(&p, 1, 2000) != 1) {
+			n = ibv_poll_cq(rcq, 16, wc);
+			__atomic_store_n(&r.stop, 1, __ATOMIC_RELAXED);
+			pthread_join(th, NULL);
+			fail_msg("after %u messages and %u events: %s", got,
+				 events,
+				 n > 0 ? "a completion came without its event" :
+					 "no completion in 2 s");
+		}
+		assert_int_equal(ibv_get_cq_event(ch, &evcq, &evctx), 0);
+		ibv_ack_cq_events(rcq, 1);
+		events++;
+		assert_int_equal(ibv_req_notify_cq(rcq, 0), 0);
+		while ((n = ibv_poll_cq(rcq, 16, wc)) > 0) {
+			for (i = 0; i < (unsigned int)n; i++) {
+				assert_int_equal(wc[i].status, IBV_WC_SUCCESS);
+				assert_int_equal(ibv_post_recv(rq, &rw, &bad),
+						 0);
+			}
+			got += (unsigned int)n;
+			__atomic_fetch_add(&r.credits, (unsigned int)n,
+					   __ATOMIC_RELEASE);
+		}
+		assert_true(n == 0);
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if (t.tv_sec - t0.tv_sec >= EV_RACE_S)
+			break;
+	}
+	__atomic_store_n(&r.stop, 1, __ATOMIC_RELAXED);
+	pthread_join(th, NULL);
+	assert_int_equal(r.err, 0);
+	print_message("%u messages, %u events\n", got, events);
+	assert_int_equal(ibv_destroy_qp(r.sq), 0);
+	assert_int_equal(ibv_destroy_qp(rq), 0);
+	drain_cq(f->a.rcq);
+	drain_cq(f->b.scq);
+	assert_int_equal(ibv_destroy_cq(scq), 0);
+	assert_int_equal(ibv_destroy_cq(rcq), 0);
+	assert_int_equal(ibv_destroy_comp_channel(ch), 0);
+}
+
+/*
  * RESET, then INIT, RTR, RTS again, each QP with its own RQ: receives
  * are taken from the ring where the QP posts them now, whatever an
  * earlier connection consumed or left posted. Receives go in only once
@@ -1117,6 +1264,7 @@ int main(void)
 		T(test_srq_limit),
 		T(test_cq_overflow),
 		T(test_solicited),
+		T(test_event_race),
 		T(test_reset_reconnect),
 	};
 

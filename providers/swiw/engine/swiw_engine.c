@@ -525,14 +525,20 @@ fail:
 /*
  * Completion-channel event, when the CQ was armed for this completion:
  * the arm word is one-shot, so exactly one waiter is woken per arming.
+ * The completion is published before the arm is read, by a
+ * read-modify-write that orders it against the arming exchange (see
+ * swiw_req_notify_cq).
  */
 static void cq_notify(struct swiw_cq *cq, const struct swiw_cqe *e)
 {
 	struct ibv_comp_channel *ch = cq->vcq.cq.channel;
 	uint64_t rec = (uintptr_t)&cq->vcq.cq;
-	uint32_t armed = __atomic_load_n(&cq->ctrl->notify, __ATOMIC_ACQUIRE);
+	uint32_t armed;
 
-	if (!ch || armed == SWIW_NOTIFY_NOT)
+	if (!ch)
+		return;
+	armed = __atomic_fetch_or(&cq->ctrl->notify, 0, __ATOMIC_ACQ_REL);
+	if (armed == SWIW_NOTIFY_NOT)
 		return;
 	if (armed == SWIW_NOTIFY_SOLICITED &&
 	    !(e->flags & SWIW_CQE_SOLICITED) && e->status == IBV_WC_SUCCESS)
