@@ -277,6 +277,7 @@ int swiw_engine_renew_rq(struct swiw_qp *qp);
 void swiw_engine_sq_posted(struct swiw_qp *qp);
 void swiw_engine_poll(void);
 void swiw_engine_polled(void);
+void swiw_engine_armed(void);
 void swiw_engine_qp_access(struct swiw_qp *qp);
 
 /*

@@ -164,6 +164,7 @@ int swiw_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 			    solicited_only ? SWIW_NOTIFY_SOLICITED :
 					     SWIW_NOTIFY_NEXT,
 			    __ATOMIC_ACQ_REL);
+	swiw_engine_armed();
 	return 0;
 }
 

@@ -48,7 +48,13 @@
  * thread works as in thread mode within SWIW_ENG_NAP_NS. A program that
  * takes completions but has not found a CQ empty lately (last_empty_ns)
  * may be off spinning on memory, so the thread naps on the sockets
- * rather than in nanosleep(), and places what comes at once. "Recently"
+ * rather than in nanosleep(), and places what comes at once. While the
+ * program has polled within SWIW_ENG_POLLED_NS and armed no CQ, the thread
+ * neither spins after work nor queues on the lock behind it: on a CPU
+ * they share, each would cost the program a context switch per message.
+ * Its naps double while the program goes on polling (to
+ * SWIW_ENG_NAP_MAX_NS); arming a CQ, which a program does before it
+ * blocks on a channel, rings it out of a long one. "Recently"
  * is measured from the thread's own last wake-up: a program that shares
  * the thread's CPU cannot poll while the thread runs, and may have been
  * in a long sendmsg() just before. A poller that handled events bumps
@@ -62,6 +68,7 @@
  * under its own eng_lock.
  */
 #include <errno.h>
+#include <poll.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,6 +87,14 @@
  * loop: the thread naps for SWIW_ENG_NAP_NS rather than compete. */
 #define SWIW_ENG_POLLING_NS 10000
 #define SWIW_ENG_NAP_NS 50000
+/* While the program goes on polling empty CQs, each nap is twice the last,
+ * up to this: every nap ends in a context switch on the CPU the program
+ * spins on (at 50 us, one per few messages of a ping-pong). */
+#define SWIW_ENG_NAP_MAX_NS 2000000
+/* A program that polled this recently drives the engine itself: the
+ * thread neither spins after work nor waits for the lock behind it, either
+ * of which takes the CPU they may share. */
+#define SWIW_ENG_POLLED_NS 1000000
 /* Naps the thread may find the lock taken before it waits for it. */
 #define SWIW_ENG_BUSY_NAPS 20
 
@@ -94,11 +109,13 @@ static bool helper_watched;
 static bool eng_poll_mode; /* progress = poll */
 static uint64_t last_poll_ns; /* when an application last drove it */
 static uint64_t thread_wake_ns; /* the thread sleeps until then at most */
+static bool thread_long_nap; /* napping past SWIW_ENG_NAP_NS; a bell ends it */
 /* Bumped by a poller that handled events under the lock: the thread,
  * about to sleep, looks again at deadlines it has not seen. */
 static uint32_t eng_poll_gen;
 static bool eng_poll_wanted; /* a poller found the lock taken */
 static uint64_t last_empty_ns; /* when a poll last found its CQ empty */
+static uint64_t last_arm_ns; /* when a CQ was last armed */
 /* The earliest deadline set under the lock by the holder (0: none). */
 static uint64_t eng_new_due_ns;
 
@@ -349,6 +366,39 @@ void swiw_engine_polled(void)
 }
 
 /*
+ * A CQ was armed: its program may be about to block on the channel, and
+ * then the thread must take over at once, not after a long nap.
+ */
+void swiw_engine_armed(void)
+{
+	if (!eng_poll_mode)
+		return;
+	__atomic_store_n(&last_arm_ns, now_ns(), __ATOMIC_RELAXED);
+	if (__atomic_load_n(&thread_long_nap, __ATOMIC_SEQ_CST))
+		swiw_eng_doorbell();
+}
+
+/*
+ * The nap of a thread whose program polls empty CQs: the doorbell alone
+ * ends it early (swiw_engine_armed, a verb's ring), never a socket, whose
+ * data the program takes itself.
+ */
+static void bell_nap(uint64_t ns)
+{
+	struct timespec ts = { (time_t)(ns / 1000000000u),
+			       (long)(ns % 1000000000u) };
+	struct pollfd pfd = { .fd = eng_evfd, .events = POLLIN };
+
+	if (ns <= SWIW_ENG_NAP_NS) {
+		nanosleep(&ts, NULL);
+		return;
+	}
+	__atomic_store_n(&thread_long_nap, true, __ATOMIC_SEQ_CST);
+	(void)ppoll(&pfd, 1, &ts, NULL);
+	__atomic_store_n(&thread_long_nap, false, __ATOMIC_RELAXED);
+}
+
+/*
  * The thread, while a program polls: the lock if it is free and no verb
  * waits for it (swiw_eng_lock), never a wait behind the program.
  */
@@ -356,6 +406,14 @@ static bool thread_trylock(void)
 {
 	return !__atomic_load_n(&eng_waiters, __ATOMIC_RELAXED) &&
 	       eng_trylock();
+}
+
+/* A CQ was armed lately: the program waits on a channel between polls. */
+static bool app_armed(uint64_t now)
+{
+	return (int64_t)(now -
+			 __atomic_load_n(&last_arm_ns, __ATOMIC_RELAXED)) <
+	       SWIW_ENG_POLLED_NS;
 }
 
 /*
@@ -368,7 +426,8 @@ static bool app_polling(uint64_t woke)
 	return eng_poll_mode &&
 	       (int64_t)(woke -
 			 __atomic_load_n(&last_poll_ns, __ATOMIC_RELAXED)) <
-		       SWIW_ENG_POLLING_NS;
+		       SWIW_ENG_POLLING_NS &&
+	       !app_armed(woke);
 }
 
 /*
@@ -384,6 +443,21 @@ static bool app_waits(uint64_t woke)
 	       SWIW_ENG_POLLING_NS;
 }
 
+/*
+ * Poll mode: the program drove the engine within SWIW_ENG_POLLED_NS and
+ * armed no CQ meanwhile. One that arms (rping, ib_send_lat -e) polls a
+ * CQ empty only to block on its channel next, and then the thread is
+ * what moves its data.
+ */
+static bool app_polled(uint64_t now)
+{
+	return eng_poll_mode &&
+	       (int64_t)(now -
+			 __atomic_load_n(&last_poll_ns, __ATOMIC_RELAXED)) <
+		       SWIW_ENG_POLLED_NS &&
+	       !app_armed(now);
+}
+
 /* Poll mode: the program's last poll found completions. */
 static bool app_took_last(void)
 {
@@ -397,6 +471,7 @@ static void *eng_main(void *arg)
 	struct epoll_event evs[64];
 	uint64_t spin_until = 0, woke = 0;
 	int n, wait_ms = -1, busy_naps = 0;
+	uint64_t nap_ns = SWIW_ENG_NAP_NS;
 	uint32_t seen_gen = 0;
 
 	(void)arg;
@@ -429,8 +504,14 @@ static void *eng_main(void *arg)
 					nanosleep(&nap, NULL);
 				n = 0;
 			} else {
-				nanosleep(&nap, NULL);
+				bell_nap(nap_ns);
 				woke = now_ns();
+				if (app_polling(woke) && app_waits(woke)) {
+					if (nap_ns < SWIW_ENG_NAP_MAX_NS)
+						nap_ns *= 2;
+				} else {
+					nap_ns = SWIW_ENG_NAP_NS;
+				}
 			}
 			/* A program polling in a loop holds the lock often:
 			 * waiting for it would make each of its unlocks a
@@ -445,7 +526,13 @@ static void *eng_main(void *arg)
 		} else {
 			uint64_t now = now_ns();
 
-			if (now < spin_until && !app_took_last())
+			nap_ns = SWIW_ENG_NAP_NS;
+			/* Spin for what comes next, unless the program
+			 * takes it itself, or may be spinning on memory
+			 * (it took completions and arms no CQ) on the CPU
+			 * we may share. */
+			if (now < spin_until && !app_polled(now) &&
+			    (!app_took_last() || app_armed(now)))
 				wait_ms = 0;
 			__atomic_store_n(&thread_wake_ns,
 					 wait_ms < 0 ? UINT64_MAX :
@@ -465,10 +552,13 @@ static void *eng_main(void *arg)
 			 * own epoll_wait() reports the same events (level
 			 * triggered), so leave them to it rather than queue
 			 * on the lock. */
-			if (n > 0 && app_polling(woke)) {
-				if (!thread_trylock())
-					continue;
-				goto locked;
+			if (n > 0 && app_polled(woke)) {
+				if (thread_trylock())
+					goto locked;
+				/* Let the holder run if it shares our CPU;
+				 * it takes these events itself. */
+				sched_yield();
+				continue;
 			}
 		}
 		while (__atomic_load_n(&eng_waiters, __ATOMIC_RELAXED))
