@@ -9,7 +9,8 @@ need_swiw
 BENCH=$(dirname "$0")/perf_vs_tcp.sh
 T_LIMIT=${SWIW_TEST_TIMEOUT:-90}
 NUM='[0-9]+\.[0-9]{2}'
-RUN_OF="\(ib_[a-z_]+ [0-9]+ B\)"
+# A row: bytes, swiw, TCP, swiw/TCP, then the aim and its verdict, or "-".
+AIM="(-|(<=|>=)[0-9.]+x  (MET|MISSED))"
 
 run bash "$BENCH" --build "$SWIW_BUILD" -n 20 --lat-sizes 1,4K --bw-sizes 4K,64K \
 	--csv "$T_TMP/figures.csv" --plot "$T_TMP/figures.gp" --timeout 30
@@ -19,25 +20,51 @@ for t in send_lat write_lat write_bw send_bw; do
 	*_lat) sizes="1 4096" ;;
 	*_bw) sizes="4096 65536" ;;
 	esac
-	TABLE=$(printf '%s\n' "$OUT" | awk -v t="ib_$t vs TCP" \
+	TABLE=$(printf '%s\n' "$OUT" | awk -v t="ib_$t " \
 		'index($0, t) == 1 { on = 1; next } on && NF == 0 { exit } on')
-	assert_has "$TABLE" "^ +bytes +swiw +TCP +swiw/TCP\$" "header of the ib_$t table"
-	assert_count "$TABLE" "^ +[0-9]+ +$NUM +$NUM +${NUM}x\$" 2 "rows of the ib_$t table"
+	assert_has "$TABLE" "^ +bytes +swiw +TCP +swiw/TCP +aim\$" "header of the ib_$t table"
+	assert_count "$TABLE" "^ +[0-9]+ +$NUM +$NUM +${NUM}x +$AIM\$" 2 "rows of the ib_$t table"
 	for s in $sizes; do
-		assert_has "$TABLE" "^ +$s +$NUM +$NUM +${NUM}x\$" "the $s-byte row of ib_$t"
+		assert_has "$TABLE" "^ +$s +$NUM +$NUM +${NUM}x +$AIM\$" "the $s-byte row of ib_$t"
 	done
 done
-out_has "^verdict: bandwidth (MET|MISSED): worst ${NUM}x TCP $RUN_OF, aim >= 0\.9x; \
-small-message latency (MET|MISSED): worst ${NUM}x TCP $RUN_OF, aim <= 1\.3x\$"
-pass "four tables with two sizes each and the verdict"
+# Every cell of these sizes has an aim: 1 B and 4 KiB latency, 4 and 64
+# KiB bandwidth.
+out_has "^ +1 +$NUM +$NUM +${NUM}x +<=1\.2x  (MET|MISSED)\$" "send_lat's aim at 1 B"
+out_has "^ +65536 +$NUM +$NUM +${NUM}x +>=0\.9x  (MET|MISSED)\$" "the aim at 64 KiB"
+out_has "^verdict: (all 8 cells with an aim MET|[0-7] of 8 cells with an aim MET; MISSED: ib_.*)\$"
+pass "four tables with two sizes each, each cell's aim, and the verdict"
 
 CSV=$(cat "$T_TMP/figures.csv")
-assert_eq "$(printf '%s\n' "$CSV" | head -1)" "test,bytes,metric,unit,swiw,tcp,ratio" "CSV header"
+assert_eq "$(printf '%s\n' "$CSV" | head -1)" "test,bytes,metric,unit,swiw,tcp,ratio,aim,met" \
+	"CSV header"
 assert_count "$CSV" \
-	"^ib_[a-z]+_(lat,[0-9]+,t_typical,usec|bw,[0-9]+,bw_average,MiB/s),$NUM,$NUM,[0-9.]+\$" \
+	"^ib_[a-z]+_(lat,[0-9]+,t_typical,usec|bw,[0-9]+,bw_average,MiB/s),$NUM,$NUM,[0-9.]+,(<=|>=) [0-9.]+,(MET|MISSED)\$" \
 	8 "CSV rows"
 assert_has "$(cat "$T_TMP/figures.gp")" '^\$write_bw << EOD$' "gnuplot script"
 pass "CSV with 8 rows, gnuplot script with the data"
+
+# The other operations, one size each: event mode against blocking TCP,
+# Read and atomics against two TCP hops, atomics at 8 bytes whatever the
+# sizes asked.
+run bash "$BENCH" --build "$SWIW_BUILD" -n 20 -t send_lat_ev,read_lat,atomic_lat,read_bw,atomic_bw \
+	--lat-sizes 1 --bw-sizes 4K --timeout 30
+assert_ok "perf_vs_tcp.sh with the other operations"
+out_has "^ib_send_lat_ev \(ib_send_lat -e, CQ events\) vs blocking TCP ping-pong:"
+out_has "^ib_read_lat vs two TCP one-way hops: round trip,"
+out_has "^ib_atomic_lat vs two TCP one-way hops: round trip,"
+out_has "^ib_read_bw vs TCP stream:"
+out_has "^ib_atomic_bw \(8 B\) vs TCP stream of 8-byte messages:"
+assert_count "$OUT" "^ +1 +$NUM +$NUM +${NUM}x +<=1\.(1|15)x  (MET|MISSED)\$" 2 "1-byte rows"
+assert_count "$OUT" "^ +8 +$NUM +$NUM +${NUM}x +$AIM\$" 2 "8-byte atomic rows"
+out_has "^ +4096 +$NUM +$NUM +${NUM}x +>=0\.7x  (MET|MISSED)\$"
+out_has "^verdict: "
+pass "event mode, Read and atomics: a table each, with the aims"
+
+run bash "$BENCH" --build "$SWIW_BUILD" -t send_lat,bogus_lat
+assert_rc 2 "perf_vs_tcp.sh -t bogus_lat"
+err_has "unknown test 'bogus_lat'"
+pass "an unknown test is a usage error"
 
 # A run that fails must fail the benchmark, saying which.
 run bash "$BENCH" --build "$SWIW_BUILD" -n 5 -t send_lat -s 1 --device swiw_nosuch --timeout 20
@@ -68,7 +95,7 @@ run bash "$BENCH" --build "$SWIW_BUILD" -n 20 -t send_lat,write_bw --lat-sizes 1
 	--bw-sizes 4K --pin "0,$last" --tcp-ref "$T_TMP/tcp_ref" --timeout 30
 assert_ok "perf_vs_tcp.sh --pin 0,$last"
 out_has "^server on CPU 0, client on CPU $last \(--pin\)\$"
-out_has "^ +4096 +$NUM +$NUM +${NUM}x\$"
+out_has "^ +4096 +$NUM +$NUM +${NUM}x +$AIM\$"
 assert_eq "$(sort -u "$T_TMP/cpus.srv")" 0 "the CPUs of tcp_ref's servers"
 assert_eq "$(sort -u "$T_TMP/cpus.cli")" "$last" "the CPUs of tcp_ref's clients"
 run bash "$BENCH" --build "$SWIW_BUILD" --pin 0
