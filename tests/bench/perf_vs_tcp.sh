@@ -55,6 +55,12 @@ Options:
                         all four)
   -r, --repeat R        run every pair R times, interleaved, and take the
                         median (default 1)
+      --peers           also run, where they have the operation, libfabric's tcp
+                        provider (fi_pingpong, msg endpoint: send_lat) and UCX
+                        over tcp (ucx_perftest: tag_lat, tag_bw, ucp_put_lat,
+                        ucp_put_bw, ucp_get, ucp_fadd) on the same path, each as
+                        a ratio to TCP, and say per cell whether swiw is ahead
+                        of both (Debian's libfabric-bin and ucx-utils)
       --netns           across two network namespaces joined by a veth pair
                         instead of over swiw_lo (root only)
       --pin SRV,CLI     run the server on CPU SRV and the client on CPU CLI
@@ -115,6 +121,7 @@ BW_SIZES=$(for ((i = 4096; i <= 1048576; i *= 2)); do echo $i; done)
 TESTS="send_lat write_lat write_bw send_bw"
 REPEAT=1
 NETNS=''
+PEERS=''
 PIN=''
 DEVICE=swiw_lo
 ADDR=127.0.0.1
@@ -187,6 +194,7 @@ while [ "$#" -gt 0 ]; do
 		shift
 		;;
 	--netns) NETNS=1 ;;
+	--peers) PEERS=1 ;;
 	--pin)
 		need_arg "$@"
 		[[ $2 =~ ^[0-9]+,[0-9]+$ ]] || usage_error "bad --pin '$2' (want SRV,CLI)"
@@ -275,6 +283,7 @@ fi
 for t in $TESTS; do
 	need_cmd "ib_${t%_ev}"
 done
+[ -z "$PEERS" ] || need_cmd fi_pingpong ucx_perftest
 AIM_BIG=0.9
 case "${SWIW_MPA_CRC:-no}" in
 yes | 1 | on | true) AIM_BIG=0.8 ;;
@@ -469,6 +478,51 @@ tcp_once() {
 	esac
 }
 
+# fi_once TEST SIZE: libfabric's tcp provider doing the same, where
+# libfabric-bin has a program for it (fi_pingpong: Send latency, one way,
+# the average); its figure in VALUE, or "-".
+fi_once() {
+	VALUE=-
+	[ "$1" = send_lat ] || return 0
+	pair "fi_pingpong -S $2" '' \
+		"${SRV_PIN[@]}" fi_pingpong -p tcp -e msg -S "$2" -I "$LAT_ITERS" -B @PORT@ -- \
+		"${CLI_PIN[@]}" fi_pingpong -p tcp -e msg -S "$2" -I "$LAT_ITERS" -P @PORT@ "$ADDR"
+	figure fi_pingpong "$2" 7 # usec/xfer
+}
+
+# ucx_once TEST SIZE: UCX over tcp doing the same (ucx_perftest; latency
+# the median, one way for ping-pongs, the round trip for get and fadd;
+# bandwidth overall MB/s); its figure in VALUE, or "-".
+ucx_once() {
+	local test iters=$LAT_ITERS field=3 sz=$2
+
+	VALUE=-
+	case "$1" in
+	send_lat) test=tag_lat ;;
+	write_lat) test=ucp_put_lat ;;
+	read_lat) test=ucp_get ;;
+	atomic_lat) test=ucp_fadd sz=8 ;;
+	send_bw) test=tag_bw ;;
+	write_bw) test=ucp_put_bw ;;
+	read_bw) test=ucp_get ;;
+	*) return 0 ;;
+	esac
+	[[ "$1" == *_bw ]] && iters=$BW_ITERS field=6
+	pair "ucx_perftest -t $test -s $sz" '' \
+		"${SRV_PIN[@]}" env UCX_TLS=tcp ucx_perftest -p @PORT@ -- \
+		"${CLI_PIN[@]}" env UCX_TLS=tcp ucx_perftest -p @PORT@ -t "$test" -s "$sz" \
+		-n "$iters" "$ADDR"
+	VALUE=$(awk -v f="$field" '$1 == "Final:" && $f ~ /^[0-9.]+$/ { v = $f }
+		END { if (v != "") printf "%.2f", v }' "$T_TMP/cli.out")
+	if [ -z "$VALUE" ]; then
+		{
+			echo "$ME: error: ucx_perftest -t $test printed no figure for $sz bytes"
+			show_file "client stdout" "$T_TMP/cli.out"
+		} >&2
+		exit 1
+	fi
+}
+
 # aim_of TEST SIZE: the cell's aim as "<= R" or ">= R", or "-" for none.
 aim_of() {
 	case "$1" in
@@ -501,8 +555,34 @@ median() {
 		END { printf "%.2f\n", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
+# print_peers TEST: the table with libfabric's and UCX's ratios to TCP
+# beside swiw's, and whether swiw is ahead of both ("-": they have no
+# such operation).
+print_peers() {
+	awk -v t="$1" '
+		function r(v, tcp) { return v == "-" ? "-" : sprintf("%.2fx", v / tcp) }
+		BEGIN { printf "%10s %12s %12s %10s %10s %10s %8s %-7s %s\n", "bytes", "swiw",
+			"TCP", "swiw/TCP", "fi/TCP", "UCX/TCP", "aim", "", "peers" }
+		$1 == t {
+			aim = $6 == "-" ? "-" : $6 $7 "x"
+			lat = t ~ /_lat/
+			ahead = "-"
+			if ($9 != "-" || $10 != "-") {
+				ahead = "AHEAD"
+				if ($9 != "-" && (lat ? $3 >= $9 : $3 <= $9))
+					ahead = "BEHIND"
+				if ($10 != "-" && (lat ? $3 >= $10 : $3 <= $10))
+					ahead = "BEHIND"
+			}
+			printf "%10d %12.2f %12.2f %9.2fx %10s %10s %8s %-7s %s\n", $2, $3, $4, $5,
+				r($9, $4), r($10, $4), aim, $8 == "-" ? "" : $8, ahead
+		}' "$RESULTS"
+}
+
 # --- the runs ---------------------------------------------------------------------
-RESULTS=$T_TMP/results # test size swiw tcp ratio, one a line
+# One a line: test size swiw tcp swiw/tcp aim-op aim met libfabric UCX
+# ("-" where there is none).
+RESULTS=$T_TMP/results
 : >"$RESULTS"
 
 title_of() {
@@ -527,13 +607,17 @@ print_table() {
 
 	echo
 	title_of "$t"
+	if [ -n "$PEERS" ]; then
+		print_peers "$t"
+		return
+	fi
 	awk -v t="$t" '
 		BEGIN { printf "%10s %12s %12s %10s %8s\n", "bytes", "swiw", "TCP",
 			"swiw/TCP", "aim" }
 		$1 == t {
 			aim = $6 == "-" ? "-" : $6 $7 "x"
 			printf "%10d %12.2f %12.2f %9.2fx %8s", $2, $3, $4, $5, aim
-			print $8 == "" ? "" : "  " $8
+			print $8 == "-" ? "" : "  " $8
 		}' "$RESULTS"
 }
 
@@ -550,23 +634,34 @@ for t in $TESTS; do
 	for size in $sizes; do
 		: >"$T_TMP/swiw.v"
 		: >"$T_TMP/tcp.v"
+		: >"$T_TMP/fi.v"
+		: >"$T_TMP/ucx.v"
 		for ((r = 0; r < REPEAT; r++)); do
 			swiw_once "$t" "$size"
 			echo "$VALUE" >>"$T_TMP/swiw.v"
 			tcp_once "$t" "$size"
 			echo "$VALUE" >>"$T_TMP/tcp.v"
+			[ -n "$PEERS" ] || continue
+			fi_once "$t" "$size"
+			[ "$VALUE" = - ] || echo "$VALUE" >>"$T_TMP/fi.v"
+			ucx_once "$t" "$size"
+			[ "$VALUE" = - ] || echo "$VALUE" >>"$T_TMP/ucx.v"
 		done
 		sv=$(median <"$T_TMP/swiw.v")
 		tv=$(median <"$T_TMP/tcp.v")
+		fv=- uv=-
+		[ ! -s "$T_TMP/fi.v" ] || fv=$(median <"$T_TMP/fi.v")
+		[ ! -s "$T_TMP/ucx.v" ] || uv=$(median <"$T_TMP/ucx.v")
 		ratio=$(awk -v a="$sv" -v b="$tv" 'BEGIN { printf "%.4f", (b > 0) ? a / b : 0 }')
 		aim=$(aim_of "$t" "$size")
-		met=''
+		met=-
 		if [ "$aim" != - ]; then
 			met=$(awk -v r="$ratio" -v op="${aim% *}" -v a="${aim#* }" 'BEGIN {
 				r = sprintf("%.2f", r) + 0
 				print (op == "<=" ? r <= a : r >= a) ? "MET" : "MISSED" }')
 		fi
-		echo "$t $size $sv $tv $ratio $aim $met" >>"$RESULTS"
+		[ "$aim" != - ] || aim='- -'
+		echo "$t $size $sv $tv $ratio $aim $met $fv $uv" >>"$RESULTS"
 		progress "$t $size B: swiw $sv, TCP $tv, swiw/TCP ${ratio}"
 	done
 	print_table "$t"
@@ -574,7 +669,7 @@ done
 
 # --- verdict ----------------------------------------------------------------------
 verdict=$(awk '
-	$8 != "" {
+	$8 != "-" {
 		n++
 		if ($8 == "MET")
 			met++
@@ -590,18 +685,51 @@ verdict=$(awk '
 		else
 			printf "verdict: %d of %d cells with an aim MET; MISSED:%s\n", met, n, missed
 	}' "$RESULTS")
+if [ -n "$PEERS" ]; then
+	verdict+=$'\n'$(awk '
+		$9 != "-" || $10 != "-" {
+			n++
+			lat = $1 ~ /_lat/
+			behind = ""
+			if ($9 != "-" && (lat ? $3 >= $9 : $3 <= $9))
+				behind = behind " libfabric"
+			if ($10 != "-" && (lat ? $3 >= $10 : $3 <= $10))
+				behind = behind " UCX"
+			if (behind == "")
+				ahead++
+			else
+				list = list sprintf("%s ib_%s %d B (behind%s)",
+						    list == "" ? "" : ",", $1, $2, behind)
+		}
+		END {
+			if (!n)
+				print "peers: no cell has a libfabric or UCX figure"
+			else if (ahead == n)
+				printf "peers: swiw ahead of libfabric tcp and UCX tcp in all %d cells\n", n
+			else
+				printf "peers: swiw ahead of libfabric tcp and UCX tcp in %d of %d cells; BEHIND:%s\n",
+					ahead, n, list
+		}' "$RESULTS")
+fi
 echo
 echo "$verdict"
 
 # --- CSV and plot -----------------------------------------------------------------
 if [ -n "$CSV" ]; then
-	awk 'BEGIN { print "test,bytes,metric,unit,swiw,tcp,ratio,aim,met" }
+	awk -v peers="$PEERS" '
+		BEGIN {
+			printf "test,bytes,metric,unit,swiw,tcp,ratio,aim,met"
+			print peers ? ",libfabric,ucx" : ""
+		}
 		{
 			lat = $1 ~ /_lat/
-			printf "ib_%s,%d,%s,%s,%s,%s,%s,%s,%s\n", $1, $2,
+			printf "ib_%s,%d,%s,%s,%s,%s,%s,%s,%s", $1, $2,
 				lat ? "t_typical" : "bw_average",
 				lat ? "usec" : "MiB/s", $3, $4, $5,
-				$6 == "-" ? "" : $6 " " $7, $8
+				$6 == "-" ? "" : $6 " " $7, $8 == "-" ? "" : $8
+			if (peers)
+				printf ",%s,%s", $9 == "-" ? "" : $9, $10 == "-" ? "" : $10
+			print ""
 		}' "$RESULTS" >"$CSV" || fail "cannot write $CSV"
 	progress "figures written to $CSV"
 fi
@@ -621,7 +749,7 @@ write_plot() {
 		fi
 		for t in $TESTS; do
 			echo "\$$t << EOD"
-			awk -v t="$t" '$1 == t { print $2, $3, $4 }' "$RESULTS"
+			awk -v t="$t" '$1 == t { print $2, $3, $4, $9, $10 }' "$RESULTS"
 			echo "EOD"
 		done
 		echo "set multiplot layout $(((n + cols - 1) / cols)),$cols"
@@ -629,6 +757,7 @@ write_plot() {
 		echo "set xlabel 'message size (bytes)'"
 		echo "set key top left"
 		echo "set grid"
+		echo "set datafile missing '-'"
 		for t in $TESTS; do
 			case "$t" in
 			*_lat*)
@@ -641,8 +770,15 @@ write_plot() {
 				;;
 			esac
 			echo "set title 'ib_$t vs TCP'"
-			echo "plot \$$t using 1:2 with linespoints title 'swiw', \\"
-			echo "     \$$t using 1:3 with linespoints title 'TCP'"
+			if [ -n "$PEERS" ]; then
+				echo "plot \$$t using 1:2 with linespoints title 'swiw', \\"
+				echo "     \$$t using 1:3 with linespoints title 'TCP', \\"
+				echo "     \$$t using 1:4 with linespoints title 'libfabric tcp', \\"
+				echo "     \$$t using 1:5 with linespoints title 'UCX tcp'"
+			else
+				echo "plot \$$t using 1:2 with linespoints title 'swiw', \\"
+				echo "     \$$t using 1:3 with linespoints title 'TCP'"
+			fi
 		done
 		echo "unset multiplot"
 	} >"$1"
