@@ -408,12 +408,29 @@ static bool thread_trylock(void)
 	       eng_trylock();
 }
 
+/* @ts (one of the program's times above) is less than @window before @now. */
+static bool within(const uint64_t *ts, uint64_t now, uint64_t window)
+{
+	return (int64_t)(now - __atomic_load_n(ts, __ATOMIC_RELAXED)) <
+	       (int64_t)window;
+}
+
 /* A CQ was armed lately: the program waits on a channel between polls. */
 static bool app_armed(uint64_t now)
 {
-	return (int64_t)(now -
-			 __atomic_load_n(&last_arm_ns, __ATOMIC_RELAXED)) <
-	       SWIW_ENG_POLLED_NS;
+	return within(&last_arm_ns, now, SWIW_ENG_POLLED_NS);
+}
+
+/*
+ * Poll mode: the program drove the engine within @window of @now and
+ * armed no CQ meanwhile. One that arms (rping, ib_send_lat -e) polls a
+ * CQ empty only to block on its channel next, and then the thread is
+ * what moves its data.
+ */
+static bool app_drove(uint64_t now, uint64_t window)
+{
+	return eng_poll_mode && within(&last_poll_ns, now, window) &&
+	       !app_armed(now);
 }
 
 /*
@@ -423,11 +440,7 @@ static bool app_armed(uint64_t now)
  */
 static bool app_polling(uint64_t woke)
 {
-	return eng_poll_mode &&
-	       (int64_t)(woke -
-			 __atomic_load_n(&last_poll_ns, __ATOMIC_RELAXED)) <
-		       SWIW_ENG_POLLING_NS &&
-	       !app_armed(woke);
+	return app_drove(woke, SWIW_ENG_POLLING_NS);
 }
 
 /*
@@ -438,24 +451,13 @@ static bool app_polling(uint64_t woke)
  */
 static bool app_waits(uint64_t woke)
 {
-	return (int64_t)(woke -
-			 __atomic_load_n(&last_empty_ns, __ATOMIC_RELAXED)) <
-	       SWIW_ENG_POLLING_NS;
+	return within(&last_empty_ns, woke, SWIW_ENG_POLLING_NS);
 }
 
-/*
- * Poll mode: the program drove the engine within SWIW_ENG_POLLED_NS and
- * armed no CQ meanwhile. One that arms (rping, ib_send_lat -e) polls a
- * CQ empty only to block on its channel next, and then the thread is
- * what moves its data.
- */
+/* Poll mode: the program drove the engine within SWIW_ENG_POLLED_NS. */
 static bool app_polled(uint64_t now)
 {
-	return eng_poll_mode &&
-	       (int64_t)(now -
-			 __atomic_load_n(&last_poll_ns, __ATOMIC_RELAXED)) <
-		       SWIW_ENG_POLLED_NS &&
-	       !app_armed(now);
+	return app_drove(now, SWIW_ENG_POLLED_NS);
 }
 
 /* Poll mode: the program's last poll found completions. */
