@@ -394,7 +394,14 @@ static void bell_nap(uint64_t ns)
 		return;
 	}
 	__atomic_store_n(&thread_long_nap, true, __ATOMIC_SEQ_CST);
-	(void)ppoll(&pfd, 1, &ts, NULL);
+	/* Drain the bell that ended it: left readable, it would end every
+	 * nap after it at once. What it rang for runs next, under the lock. */
+	if (ppoll(&pfd, 1, &ts, NULL) > 0) {
+		uint64_t v;
+
+		if (read(eng_evfd, &v, sizeof(v)) < 0)
+			(void)0; /* EAGAIN: already drained */
+	}
 	__atomic_store_n(&thread_long_nap, false, __ATOMIC_RELAXED);
 }
 
