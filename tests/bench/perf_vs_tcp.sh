@@ -15,7 +15,7 @@ set -u -o pipefail
 
 ME=perf_vs_tcp
 SMALL_MAX=4096
-ALL_TESTS="send_lat send_lat_ev write_lat read_lat atomic_lat write_bw send_bw read_bw atomic_bw"
+ALL_TESTS="send_lat send_lat_ev write_lat write_imm_lat read_lat atomic_lat write_bw send_bw read_bw atomic_bw"
 
 usage() {
 	cat <<EOF
@@ -29,6 +29,8 @@ Tests (-t; default: send_lat,write_lat,write_bw,send_bw; "all" is every one):
   send_lat     ib_send_lat, one-way; TCP ping-pong, busy-polled
   send_lat_ev  ib_send_lat -e (sleeps on CQ events); TCP ping-pong blocking
   write_lat    ib_write_lat (the target polls its memory), one-way
+  write_imm_lat  swiw-bench -o write_imm (RDMA Write with Immediate ping-pong;
+               perftest has none), one-way; TCP ping-pong, busy-polled
   read_lat     ib_read_lat, round trip; TCP: two one-way hops
   atomic_lat   ib_atomic_lat (fetch and add, 8 B), round trip; two hops
   write_bw, send_bw, read_bw   ib_*_bw; TCP stream
@@ -37,7 +39,8 @@ Latency is perftest's t_typical (median; one-way for Send and Write, the
 round trip for Read and atomics) in usec; bandwidth perftest's BW average
 in MB/s (MB = 2^20).
 
-Aims, swiw/TCP (issue 15), for messages of 1 B-$SMALL_MAX B: send_lat <= 1.2x,
+Aims, swiw/TCP (issue 15), for messages of 1 B-$SMALL_MAX B: send_lat and
+write_imm_lat <= 1.2x,
 send_lat_ev <= 1.1x, write_lat <= 1.5x, read_lat and atomic_lat <= 1.15x;
 bandwidth at 4 KiB >= 0.7x, at 64 KiB and 1 MiB >= 0.9x with CRC off
 (the default) and >= 0.8x with SWIW_MPA_CRC=yes in the environment.
@@ -78,6 +81,7 @@ Options:
                         tcp_ref; default \$SWIW_BUILD, else both from PATH)
       --swiw-run PATH   swiw-run to use
       --tcp-ref PATH    tcp_ref to use
+      --swiw-bench PATH swiw-bench to use (write_imm_lat)
   -q, --quiet           no progress lines on stderr
   -h, --help            this text
 
@@ -131,6 +135,7 @@ PLOT=''
 BUILD=${SWIW_BUILD:-}
 SWIW_RUN=''
 TCP_REF=''
+SWIW_BENCH=''
 QUIET=''
 PATH_GIVEN=''
 
@@ -242,6 +247,11 @@ while [ "$#" -gt 0 ]; do
 		TCP_REF=$2
 		shift
 		;;
+	--swiw-bench)
+		need_arg "$@"
+		SWIW_BENCH=$2
+		shift
+		;;
 	-q | --quiet) QUIET=1 ;;
 	-h | --help)
 		usage
@@ -269,6 +279,7 @@ find_prog() {
 }
 SWIW_RUN=$(find_prog swiw-run "$SWIW_RUN")
 TCP_REF=$(find_prog tcp_ref "$TCP_REF")
+SWIW_BENCH=$(find_prog swiw-bench "${SWIW_BENCH:-}")
 [ -x "$SWIW_RUN" ] ||
 	fail "swiw-run not found or not executable: '$SWIW_RUN' (use --build or --swiw-run)"
 [ -x "$TCP_REF" ] ||
@@ -281,7 +292,13 @@ if [ -n "$PIN" ]; then
 	SRV_PIN=(taskset -c "${PIN%,*}") CLI_PIN=(taskset -c "${PIN#*,}")
 fi
 for t in $TESTS; do
-	need_cmd "ib_${t%_ev}"
+	case "$t" in
+	write_imm_lat)
+		[ -x "$SWIW_BENCH" ] ||
+			fail "swiw-bench not found or not executable: '$SWIW_BENCH' (use --build or --swiw-bench)"
+		;;
+	*) need_cmd "ib_${t%_ev}" ;;
+	esac
 done
 [ -z "$PEERS" ] || need_cmd fi_pingpong ucx_perftest
 AIM_BIG=0.9
@@ -410,16 +427,17 @@ pair_output() {
 	} >&2
 }
 
-# figure WHAT SIZE FIELD: field FIELD of the client's figure line for SIZE
-# (the line that starts with the size and the iteration count) into VALUE.
+# figure WHAT KEY FIELD: field FIELD of the client's figure line for KEY
+# (the line whose first field is KEY, a size or a label such as "Final:",
+# and whose second is an iteration count) into VALUE.
 VALUE=''
 figure() {
-	VALUE=$(awk -v s="$2" -v f="$3" '
-		$1 == s && $2 ~ /^[0-9]+$/ && $f ~ /^[0-9]+(\.[0-9]+)?$/ { v = $f }
+	VALUE=$(awk -v k="$2" -v f="$3" '
+		$1 == k && $2 ~ /^[0-9]+$/ && $f ~ /^[0-9]+(\.[0-9]+)?$/ { v = $f }
 		END { if (v != "") print v }' "$T_TMP/cli.out")
 	if [ -z "$VALUE" ]; then
 		{
-			echo "$ME: error: $1 printed no figure for $2 bytes"
+			echo "$ME: error: $1 printed no \"$2\" line with a figure"
 			show_file "client stdout" "$T_TMP/cli.out"
 		} >&2
 		exit 1
@@ -448,6 +466,14 @@ swiw_once() {
 	case "$1" in
 	*_bw) leak=1 ;;
 	esac
+	if [ "$1" = write_imm_lat ]; then
+		pair "swiw-bench -o write_imm -s $size over swiw" '' \
+			"${SRV_PIN[@]}" "${SWIW[@]}" "$SWIW_BENCH" --server -b "$ADDR" -p @PORT@ -- \
+			"${CLI_PIN[@]}" "${SWIW[@]}" "$SWIW_BENCH" -o write_imm -s "$size" \
+			-n "$iters" -p @PORT@ "$ADDR"
+		figure swiw-bench "$size" "$field"
+		return
+	fi
 	# perftest's atomics are 8 bytes, and take no -s.
 	[[ "$1" == atomic_* ]] || sz=(-s "$size")
 	pair "$PROG${PROG_ARGS[*]:+ ${PROG_ARGS[*]}} -s $size over swiw" "$leak" \
@@ -512,15 +538,7 @@ ucx_once() {
 		"${SRV_PIN[@]}" env UCX_TLS=tcp ucx_perftest -p @PORT@ -- \
 		"${CLI_PIN[@]}" env UCX_TLS=tcp ucx_perftest -p @PORT@ -t "$test" -s "$sz" \
 		-n "$iters" "$ADDR"
-	VALUE=$(awk -v f="$field" '$1 == "Final:" && $f ~ /^[0-9.]+$/ { v = $f }
-		END { if (v != "") printf "%.2f", v }' "$T_TMP/cli.out")
-	if [ -z "$VALUE" ]; then
-		{
-			echo "$ME: error: ucx_perftest -t $test printed no figure for $sz bytes"
-			show_file "client stdout" "$T_TMP/cli.out"
-		} >&2
-		exit 1
-	fi
+	figure "ucx_perftest -t $test -s $sz" Final: "$field"
 }
 
 # aim_of TEST SIZE: the cell's aim as "<= R" or ">= R", or "-" for none.
@@ -532,7 +550,7 @@ aim_of() {
 			return
 		fi
 		case "$1" in
-		send_lat) echo "<= 1.2" ;;
+		send_lat | write_imm_lat) echo "<= 1.2" ;;
 		send_lat_ev) echo "<= 1.1" ;;
 		write_lat) echo "<= 1.5" ;;
 		*) echo "<= 1.15" ;;
@@ -565,23 +583,33 @@ print_peers() {
 			"TCP", "swiw/TCP", "fi/TCP", "UCX/TCP", "aim", "", "peers" }
 		$1 == t {
 			aim = $6 == "-" ? "-" : $6 $7 "x"
-			lat = t ~ /_lat/
-			ahead = "-"
-			if ($9 != "-" || $10 != "-") {
-				ahead = "AHEAD"
-				if ($9 != "-" && (lat ? $3 >= $9 : $3 <= $9))
-					ahead = "BEHIND"
-				if ($10 != "-" && (lat ? $3 >= $10 : $3 <= $10))
-					ahead = "BEHIND"
-			}
 			printf "%10d %12.2f %12.2f %9.2fx %10s %10s %8s %-7s %s\n", $2, $3, $4, $5,
-				r($9, $4), r($10, $4), aim, $8 == "-" ? "" : $8, ahead
+				r($9, $4), r($10, $4), aim, $8 == "-" ? "" : $8, substr($11, 1, 6)
 		}' "$RESULTS"
+}
+
+# peers_of TEST SWIW LIBFABRIC UCX: "AHEAD" when swiw's figure beats both
+# peers' that exist, "BEHIND:NAME[,NAME]" naming those it does not beat,
+# "-" when neither peer has the operation.
+peers_of() {
+	awk -v t="$1" -v s="$2" -v f="$3" -v u="$4" 'BEGIN {
+		if (f == "-" && u == "-") {
+			print "-"
+			exit
+		}
+		lat = t ~ /_lat/
+		b = ""
+		if (f != "-" && (lat ? s + 0 >= f + 0 : s + 0 <= f + 0))
+			b = b ",libfabric"
+		if (u != "-" && (lat ? s + 0 >= u + 0 : s + 0 <= u + 0))
+			b = b ",UCX"
+		print b == "" ? "AHEAD" : "BEHIND:" substr(b, 2)
+	}'
 }
 
 # --- the runs ---------------------------------------------------------------------
 # One a line: test size swiw tcp swiw/tcp aim-op aim met libfabric UCX
-# ("-" where there is none).
+# peers (peers_of; "-" where there is none).
 RESULTS=$T_TMP/results
 : >"$RESULTS"
 
@@ -591,6 +619,8 @@ title_of() {
 		"(lower is better)" ;;
 	send_lat_ev) echo "ib_$1 (ib_send_lat -e, CQ events) vs blocking TCP ping-pong:" \
 		"one-way latency, t_typical (median), usec (lower is better)" ;;
+	write_imm_lat) echo "swiw-bench -o write_imm (RDMA Write with Immediate ping-pong) vs" \
+		"TCP ping-pong: one-way latency, t_typical (median), usec (lower is better)" ;;
 	write_lat) echo "ib_$1 (the target polls its memory) vs TCP ping-pong: one-way" \
 		"latency, t_typical (median), usec (lower is better)" ;;
 	read_lat | atomic_lat) echo "ib_$1 vs two TCP one-way hops: round trip," \
@@ -661,7 +691,8 @@ for t in $TESTS; do
 				print (op == "<=" ? r <= a : r >= a) ? "MET" : "MISSED" }')
 		fi
 		[ "$aim" != - ] || aim='- -'
-		echo "$t $size $sv $tv $ratio $aim $met $fv $uv" >>"$RESULTS"
+		echo "$t $size $sv $tv $ratio $aim $met $fv $uv $(peers_of "$t" "$sv" "$fv" "$uv")" \
+			>>"$RESULTS"
 		progress "$t $size B: swiw $sv, TCP $tv, swiw/TCP ${ratio}"
 	done
 	print_table "$t"
@@ -687,19 +718,16 @@ verdict=$(awk '
 	}' "$RESULTS")
 if [ -n "$PEERS" ]; then
 	verdict+=$'\n'$(awk '
-		$9 != "-" || $10 != "-" {
+		$11 != "-" {
 			n++
-			lat = $1 ~ /_lat/
-			behind = ""
-			if ($9 != "-" && (lat ? $3 >= $9 : $3 <= $9))
-				behind = behind " libfabric"
-			if ($10 != "-" && (lat ? $3 >= $10 : $3 <= $10))
-				behind = behind " UCX"
-			if (behind == "")
+			if ($11 == "AHEAD") {
 				ahead++
-			else
-				list = list sprintf("%s ib_%s %d B (behind%s)",
-						    list == "" ? "" : ",", $1, $2, behind)
+				next
+			}
+			behind = substr($11, 8)
+			gsub(",", " ", behind)
+			list = list sprintf("%s ib_%s %d B (behind %s)", list == "" ? "" : ",",
+					    $1, $2, behind)
 		}
 		END {
 			if (!n)

@@ -46,6 +46,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "swiw_bench_util.h"
+
 #define SWIW_TR_MAGIC 0x53575452u /* "SWTR" */
 #define SWIW_TR_MAX_SIZE (1u << 30)
 #define SWIW_TR_MAX_ITERS 100000000u
@@ -108,30 +110,6 @@ static void usage(FILE *f)
 		prog, prog, SWIW_TR_MAX_SIZE);
 }
 
-static double swiw_tr_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-/* Parses a whole decimal number in [lo, hi]; false if it is not one. */
-static bool parse_u32(const char *s, uint32_t lo, uint32_t hi, uint32_t *v)
-{
-	unsigned long long x;
-	char *end;
-
-	if (*s < '0' || *s > '9')
-		return false;
-	errno = 0;
-	x = strtoull(s, &end, 10);
-	if (errno || *end || x < lo || x > hi)
-		return false;
-	*v = (uint32_t)x;
-	return true;
-}
-
 /*
  * After EAGAIN on @fd: spins until the budget from the first EAGAIN
  * (*@spin_end, 0 when not spinning) is used up, then blocks in poll()
@@ -146,7 +124,7 @@ static bool wait_ready(int fd, short events, double *spin_end)
 	sched_yield();
 	if (spin_s < 0)
 		return true;
-	t = swiw_tr_now();
+	t = swiw_bu_now();
 	if (!*spin_end)
 		*spin_end = t + spin_s;
 	if (t < *spin_end)
@@ -274,17 +252,11 @@ static int open_socket(const struct swiw_tr_opts *o)
 	return fd;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
 /* Client side of lat: the timed round trips, then the report. */
 static int lat_client(int fd, const struct swiw_tr_opts *o, char *buf)
 {
-	double *rtt, t0, sum = 0;
+	struct swiw_bu_stats st;
+	double *rtt, t0;
 	uint32_t i, n = o->iters;
 
 	rtt = malloc(n * sizeof(*rtt));
@@ -293,7 +265,7 @@ static int lat_client(int fd, const struct swiw_tr_opts *o, char *buf)
 		return -1;
 	}
 	for (i = 0; i < o->warmup + n; i++) {
-		t0 = swiw_tr_now();
+		t0 = swiw_bu_now();
 		if (!send_all(fd, buf, o->size)) {
 			report_io("send", errno);
 			goto fail;
@@ -303,17 +275,15 @@ static int lat_client(int fd, const struct swiw_tr_opts *o, char *buf)
 			goto fail;
 		}
 		if (i >= o->warmup)
-			rtt[i - o->warmup] = swiw_tr_now() - t0;
+			rtt[i - o->warmup] = swiw_bu_now() - t0;
 	}
-	for (i = 0; i < n; i++)
-		sum += rtt[i];
-	qsort(rtt, n, sizeof(*rtt), cmp_double);
+	swiw_bu_stats(rtt, n, &st);
 	/* one-way = RTT/2, in usec */
 	printf(" #bytes #iterations t_min[usec] t_typical[usec] t_avg[usec] "
 	       "99%%_percentile[usec]\n");
 	printf(" %-6u %-11u %-11.2f %-15.2f %-11.2f %.2f\n", o->size, n,
-	       rtt[0] * 0.5e6, rtt[n / 2] * 0.5e6, sum / n * 0.5e6,
-	       rtt[(size_t)((n - 1) * 0.99)] * 0.5e6);
+	       st.min * 0.5e6, st.median * 0.5e6, st.avg * 0.5e6,
+	       st.p99 * 0.5e6);
 	free(rtt);
 	return 0;
 fail:
@@ -345,10 +315,10 @@ static int bw_client(int fd, const struct swiw_tr_opts *o, char *buf)
 	uint64_t sent = 0, count, msgs = 0;
 	double t0, t, end;
 
-	t0 = swiw_tr_now();
+	t0 = swiw_bu_now();
 	end = t0 + o->duration;
 	for (;;) {
-		if (o->duration > 0 ? swiw_tr_now() >= end : msgs == o->iters)
+		if (o->duration > 0 ? swiw_bu_now() >= end : msgs == o->iters)
 			break;
 		if (!send_all(fd, buf, o->size)) {
 			report_io("send", errno);
@@ -365,7 +335,7 @@ static int bw_client(int fd, const struct swiw_tr_opts *o, char *buf)
 		report_io("recv of the server's count", errno);
 		return -1;
 	}
-	t = swiw_tr_now() - t0;
+	t = swiw_bu_now() - t0;
 	count = be64toh(count);
 	if (count != sent) {
 		fprintf(stderr, "%s: the server received %llu octets of %llu\n",
@@ -538,7 +508,7 @@ int main(int argc, char **argv)
 				NULL)) != -1) {
 		switch (c) {
 		case 'p':
-			if (!parse_u32(optarg, 1, 65535, &port))
+			if (!swiw_bu_parse_u32(optarg, 1, 65535, &port))
 				goto bad_value;
 			o.port = optarg;
 			break;
@@ -546,17 +516,20 @@ int main(int argc, char **argv)
 			o.bind_addr = optarg;
 			break;
 		case 's':
-			if (!parse_u32(optarg, 1, SWIW_TR_MAX_SIZE, &o.size))
+			if (!swiw_bu_parse_u32(optarg, 1, SWIW_TR_MAX_SIZE,
+					       &o.size))
 				goto bad_value;
 			have_size = true;
 			break;
 		case 'n':
-			if (!parse_u32(optarg, 1, SWIW_TR_MAX_ITERS, &o.iters))
+			if (!swiw_bu_parse_u32(optarg, 1, SWIW_TR_MAX_ITERS,
+					       &o.iters))
 				goto bad_value;
 			have_iters = true;
 			break;
 		case 'w':
-			if (!parse_u32(optarg, 0, SWIW_TR_MAX_ITERS, &o.warmup))
+			if (!swiw_bu_parse_u32(optarg, 0, SWIW_TR_MAX_ITERS,
+					       &o.warmup))
 				goto bad_value;
 			break;
 		case 'D':
@@ -567,7 +540,7 @@ int main(int argc, char **argv)
 				goto bad_value;
 			break;
 		case 'S':
-			if (!parse_u32(optarg, 0, 10000000, &spin_us))
+			if (!swiw_bu_parse_u32(optarg, 0, 10000000, &spin_us))
 				goto bad_value;
 			spin_s = spin_us * 1e-6;
 			break;
