@@ -35,7 +35,9 @@
  * run the engine themselves when the lock is free (trylock: an
  * application thread never waits for it): poll_cq handles whatever the
  * sockets hold (one epoll_wait(0) under the lock, so its events never
- * outlive the lock), post_send transmits what it queued. A busy-polling
+ * outlive the lock; with one in-process stream, most polls read its
+ * socket directly instead, which spares the epoll_wait() before each
+ * read), post_send transmits what it queued. A busy-polling
  * program then moves its own data with no thread wake-up in the path; a
  * poller that found the lock taken asks the thread to let go at its next
  * receive round (swiw_eng_poller_waits). While one polls in a loop
@@ -95,6 +97,10 @@
  * thread neither spins after work nor waits for the lock behind it, either
  * of which takes the CPU they may share. */
 #define SWIW_ENG_POLLED_NS 1000000
+/* With one in-process stream, a poller reads its socket directly
+ * (swiw_stream_poll_direct) in all but one poll of this many, where
+ * epoll_wait() serves the doorbell, the broker and the CM as well. */
+#define SWIW_ENG_DIRECT_EVERY 4
 /* Naps the thread may find the lock taken before it waits for it. */
 #define SWIW_ENG_BUSY_NAPS 20
 
@@ -113,6 +119,7 @@ static bool thread_long_nap; /* napping past SWIW_ENG_NAP_NS; a bell ends it */
 /* Bumped by a poller that handled events under the lock: the thread,
  * about to sleep, looks again at deadlines it has not seen. */
 static uint32_t eng_poll_gen;
+static unsigned int eng_polls; /* under the lock: swiw_engine_poll's count */
 static bool eng_poll_wanted; /* a poller found the lock taken */
 static uint64_t last_empty_ns; /* when a poll last found its CQ empty */
 static uint64_t last_arm_ns; /* when a CQ was last armed */
@@ -326,6 +333,7 @@ static void wake_for_timers(int t)
 void swiw_engine_poll(void)
 {
 	struct epoll_event evs[64];
+	bool moved = false;
 	uint64_t now;
 	int n, t;
 
@@ -338,8 +346,14 @@ void swiw_engine_poll(void)
 		__atomic_store_n(&eng_poll_wanted, true, __ATOMIC_RELAXED);
 		return;
 	}
-	n = epoll_wait(eng_epfd, evs, 64, 0);
-	eng_events(evs, n, false);
+	/* Every SWIW_ENG_DIRECT_EVERY-th poll looks at every descriptor. */
+	if (++eng_polls % SWIW_ENG_DIRECT_EVERY &&
+	    swiw_stream_poll_direct(&moved)) {
+		n = moved;
+	} else {
+		n = epoll_wait(eng_epfd, evs, 64, 0);
+		eng_events(evs, n, false);
+	}
 	t = n > 0 ? eng_timeout_ms() : -1;
 	if (n > 0)
 		__atomic_store_n(&eng_poll_gen, eng_poll_gen + 1,

@@ -340,6 +340,29 @@ bool swiw_streams_pump_all(void)
 	return moved;
 }
 
+/*
+ * Poll mode, a process with one connected stream on a socket of its own
+ * (the in-process backend): read the socket directly. An empty read costs
+ * what an empty epoll_wait() costs, and data is read at once instead of
+ * after the epoll_wait() that reports it. False if the engine has more or
+ * other than that; else *@moved says whether anything came.
+ */
+bool swiw_stream_poll_direct(bool *moved)
+{
+	struct swiw_stream *s = streams;
+	uint64_t before;
+
+	swiw_eng_assert_held();
+	if (!s || s->next || s->dead || s->failed || s->ops != &swiw_link_ops ||
+	    s->be->event_fd >= 0)
+		return false;
+	before = s->ev_total;
+	s->ops->event(s, EPOLLIN);
+	overflow_check(s);
+	*moved = s->ev_total != before;
+	return true;
+}
+
 void swiw_stream_event(struct swiw_stream *s, uint32_t events)
 {
 	swiw_eng_assert_held();

@@ -188,6 +188,7 @@ struct swiw_stream {
 	struct swiw_ring txr; /* producer view */
 	struct swiw_ring evr; /* consumer view */
 	uint32_t ev_taken; /* events consumed since the last doorbell */
+	uint64_t ev_total; /* events consumed, ever */
 	bool tx_rung; /* txds published since the last doorbell */
 	/* The transmit ring stayed full after a doorbell: the lower half
 	 * waits for transport room, which brings the pump back. */
@@ -227,6 +228,7 @@ void swiw_eng_watch_helper(int fd);
 void swiw_stream_event(struct swiw_stream *s, uint32_t events);
 bool swiw_stream_pump(struct swiw_stream *s);
 bool swiw_streams_pump_all(void);
+bool swiw_stream_poll_direct(bool *moved);
 void swiw_streams_reap(void);
 int swiw_streams_timers(void);
 void swiw_stream_qp_error(struct swiw_qp *qp);

@@ -365,6 +365,7 @@ static bool link_drain(struct swiw_stream *s)
 			e.flags = (uint16_t)swiw_ring_load_flags(&s->evr, slot);
 			swiw_ring_release(&s->evr, slot);
 			s->ev_taken++;
+			s->ev_total++;
 			any = true;
 			ev_handle(s, &e);
 		}
