@@ -289,8 +289,17 @@ SWIW_EXPORT int rdma_get_cm_event(struct rdma_event_channel *ch,
 			return cma_err(EAGAIN);
 		if (poll(&p, 1, -1) < 0)
 			return -1; /* EINTR, as a read would */
-		if (p.revents & POLLNVAL)
-			return cma_err(EBADF);
+		if (p.revents & POLLNVAL) {
+			/* Closed between the unlock and poll(): by
+			 * destroy_event_channel, whose dead mark the next
+			 * turn finds (rping's CM thread under load), or
+			 * by the program itself. */
+			pthread_mutex_lock(&ev_lock);
+			fl = c->dead;
+			pthread_mutex_unlock(&ev_lock);
+			if (!fl)
+				return cma_err(EBADF);
+		}
 	}
 	*event = &e->ev;
 	return 0;
