@@ -267,6 +267,15 @@ int swiw_eng_epoll_ctl(int op, int fd, uint32_t events, void *ptr)
 	return epoll_ctl(eng_epfd, op, fd, &ev) ? errno : 0;
 }
 
+/* Takes the doorbell's count; EAGAIN: already drained. */
+static void bell_drain(void)
+{
+	uint64_t v;
+
+	if (read(eng_evfd, &v, sizeof(v)) < 0)
+		(void)0;
+}
+
 /*
  * Handles one epoll_wait()'s events; under the engine lock. The doorbell
  * is the thread's alone: a poller that drained it could leave the thread
@@ -279,12 +288,8 @@ static bool eng_events(const struct epoll_event *evs, int n, bool thread)
 
 	for (i = 0; i < n; i++) {
 		if (evs[i].data.ptr == &doorbell_tag) {
-			if (!thread)
-				continue;
-			uint64_t v;
-
-			if (read(eng_evfd, &v, sizeof(v)) < 0)
-				(void)0; /* EAGAIN: already drained */
+			if (thread)
+				bell_drain();
 			continue;
 		}
 		if (evs[i].data.ptr == &helper_tag) {
@@ -410,12 +415,8 @@ static void bell_nap(uint64_t ns)
 	__atomic_store_n(&thread_long_nap, true, __ATOMIC_SEQ_CST);
 	/* Drain the bell that ended it: left readable, it would end every
 	 * nap after it at once. What it rang for runs next, under the lock. */
-	if (ppoll(&pfd, 1, &ts, NULL) > 0) {
-		uint64_t v;
-
-		if (read(eng_evfd, &v, sizeof(v)) < 0)
-			(void)0; /* EAGAIN: already drained */
-	}
+	if (ppoll(&pfd, 1, &ts, NULL) > 0)
+		bell_drain();
 	__atomic_store_n(&thread_long_nap, false, __ATOMIC_RELAXED);
 }
 

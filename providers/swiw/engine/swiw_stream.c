@@ -357,8 +357,7 @@ bool swiw_stream_poll_direct(bool *moved)
 	    s->be->event_fd >= 0)
 		return false;
 	before = s->ev_total;
-	s->ops->event(s, EPOLLIN);
-	overflow_check(s);
+	swiw_stream_event(s, EPOLLIN);
 	*moved = s->ev_total != before;
 	return true;
 }
