@@ -467,8 +467,7 @@ static int get_event(struct rdma_event_channel *ec, struct rdma_cm_id *id,
 				strerror(errno));
 			return -1;
 		}
-		if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST &&
-		    ev->id != id && want != RDMA_CM_EVENT_CONNECT_REQUEST) {
+		if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
 			struct rdma_cm_id *other = ev->id;
 
 			rdma_ack_cm_event(ev);
@@ -478,7 +477,7 @@ static int get_event(struct rdma_event_channel *ec, struct rdma_cm_id *id,
 		}
 		break;
 	}
-	if (ev->event != want || (id && ev->id != id)) {
+	if (ev->event != want || ev->id != id) {
 		fprintf(stderr, "%s: %s (status %d) where %s was due\n", prog,
 			rdma_event_str(ev->event), ev->status,
 			rdma_event_str(want));
