@@ -324,8 +324,12 @@ static int post_op(struct swiw_bench_conn *c, uint8_t seq)
 	}, *bad;
 	int err;
 
-	/* Every Send-side request is signaled; keep the SQ from filling. */
-	while (c->sends_out >= SWIW_BENCH_RECVS)
+	/*
+	 * The buffer is the source of the last request too: it may change
+	 * only once that one has completed (the answer came back, so its
+	 * completion is normally waiting already).
+	 */
+	while (c->sends_out > 0)
 		if (reap(c, 0, true))
 			return -1;
 	/* The answer must carry it back: a check of the data path. */
