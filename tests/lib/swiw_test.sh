@@ -209,6 +209,17 @@ run() {
 	ERR=$(cat "$T_TMP/err")
 	if [ "$RC" -eq 124 ] || [ "$RC" -eq 137 ]; then
 		show_last >&2
+		# The client of a server serve started: what the server said
+		# is half of why.
+		if [ -n "${SRV_PID:-}" ] && [ -z "${SRV_RC:-}" ] && [ -e "$T_TMP/srv.out" ]; then
+			{
+				echo "---- server (running) stdout, last 20 lines:"
+				tail -20 "$T_TMP/srv.out"
+				echo "---- server stderr:"
+				cat "$T_TMP/srv.err"
+				echo "----"
+			} >&2
+		fi
 		fail "timed out after ${T_LIMIT}s: $LAST"
 	fi
 	return 0
