@@ -1,10 +1,12 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # perf_vm.sh [--build DIR] [NAME=VALUE...]: boots the VM lab with the
-# swiw.ko of build DIR loaded and prints stock ib_write_bw and ib_read_lat
-# figures over swiw_lo on the in-process engine and on the kernel helper,
-# beside plain TCP (tcp_ref) on the same loopback in the same boot
-# (perf_vm_guest.sh). NAME=VALUE goes to the guest: PERF_BW_SIZES,
+# swiw.ko of build DIR and the kernel's siw (build_siw.sh builds it from
+# Debian's linux-source) and prints stock ib_write_bw and ib_read_lat
+# figures of swiw on the in-process engine and on the kernel helper, the
+# kernel's siw and rxe, and plain TCP (tcp_ref), all in the same boot
+# (perf_vm_guest.sh), with issue 15's aims for the kernel helper against
+# siw per cell. NAME=VALUE goes to the guest: PERF_BW_SIZES,
 # PERF_LAT_SIZES, PERF_BW_ITERS, PERF_LAT_ITERS. A benchmark, not a test.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -13,7 +15,7 @@ envs=()
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--build) BUILD=$2; shift 2 ;;
-	-h | --help) sed -n '3,8p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '3,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*=*) envs+=(--env "$1"); shift ;;
 	*) echo "perf_vm: unknown argument $1" >&2; exit 2 ;;
 	esac
@@ -22,5 +24,7 @@ done
 BUILD=$(cd "$BUILD" && pwd)
 KO=$BUILD/tests/kernel/module/swiw/swiw.ko
 [ -f "$KO" ] || { echo "perf_vm: $KO is missing (ctest -R kernel.build builds it)" >&2; exit 1; }
-SWIW_BUILD=$BUILD exec bash "$HERE/../vm/run.sh" --timeout 1500 --module "$KO" "${envs[@]}" -- \
-	bash "$HERE/perf_vm_guest.sh"
+SIW=$(bash "$HERE/../interop/build_siw.sh" "$BUILD" | grep '/siw\.ko$') ||
+	{ echo "perf_vm: build_siw.sh built no siw.ko" >&2; exit 1; }
+SWIW_BUILD=$BUILD exec bash "$HERE/../vm/run.sh" --timeout 1500 --module "$KO" \
+	--module "$SIW" "${envs[@]}" -- bash "$HERE/perf_vm_guest.sh"

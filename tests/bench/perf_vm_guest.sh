@@ -1,12 +1,19 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-# The guest side of perf_vm.sh: stock ib_write_bw and
-# ib_read_lat over swiw_lo in the lab's guest, on the in-process engine and
-# on the kernel helper (swiw.ko, added with run.sh --module), beside
-# tcp_ref doing the same transfer over the same loopback in the same boot.
-# Prints one table. A figure, not a test: QEMU TCG emulates every
-# instruction, so the numbers compare the engines with each other and with
-# TCP on this VM, not with real hardware. It fails only if a run fails.
+# The guest side of perf_vm.sh: stock ib_write_bw and ib_read_lat in the
+# lab's guest over
+#  - swiw_lo, on the in-process engine and on the kernel helper (swiw.ko,
+#    added with run.sh --module);
+#  - the kernel's siw (siw.ko from build_siw.sh), siw0 on a dummy link
+#    (10.9.1.1; never lo: LAB.md "What breaks" 1), through rdma_cm (-R);
+#  - the kernel's rxe (Debian's rdma_rxe), rxe0 on another dummy link
+#    (10.9.0.1), through rdma_cm;
+# and tcp_ref doing the same transfer over loopback, all in the same boot.
+# Prints two tables, each row with the kernel helper's ratio to TCP and to
+# siw and issue 15's aim for it: at least siw's bandwidth, at most siw's
+# latency. Figures, not a test: QEMU TCG emulates every instruction, so the
+# numbers compare the stacks with each other on this VM, not with real
+# hardware. It fails only if a run fails.
 . "$(dirname "$0")/../vm/guest_lib.sh"
 
 need_swiw
@@ -16,24 +23,26 @@ BW_SIZES=${PERF_BW_SIZES:-4096 65536 1048576}
 LAT_SIZES=${PERF_LAT_SIZES:-8 4096}
 BW_ITERS=${PERF_BW_ITERS:-2000}
 LAT_ITERS=${PERF_LAT_ITERS:-500}
+SIW_ADDR=10.9.1.1
+RXE_ADDR=10.9.0.1
 PORT=20000
 T_LIMIT=120
 
-# pair FIELD CMD... -- ARGS...: one server/client run of CMD ARGS on a
-# fresh port; prints FIELD of the client's last figure line. Under TCG
-# perftest's CPU clock fit can fail after a good run ("Can't produce a
-# report"): that alone is retried.
+# pair FIELD ADDR CMD... -- ARGS...: one server/client run of CMD ARGS on
+# a fresh port, the client to ADDR; prints FIELD of the client's last
+# figure line. Under TCG perftest's CPU clock fit can fail after a good
+# run ("Can't produce a report"): that alone is retried.
 pair() {
-	local field=$1 try out cmd=()
+	local field=$1 addr=$2 try out cmd=()
 
-	shift
+	shift 2
 	split_args "$@"
 	cmd=("${BEFORE[@]}")
 	set -- "${AFTER[@]}"
 	for try in 1 2 3 4 5 6 7 8; do
 		PORT=$((PORT + 1))
 		if serve '' "$PORT" "${cmd[@]}" "$@" -p "$PORT"; then
-			out=$(bounded "${cmd[@]}" "$@" -p "$PORT" 127.0.0.1 2>&1)
+			out=$(bounded "${cmd[@]}" "$@" -p "$PORT" "$addr" 2>&1)
 			served
 		else
 			out=$(cat "$T_TMP/srv.out" "$T_TMP/srv.err")
@@ -44,50 +53,84 @@ pair() {
 		fi
 		grep -q "Can't produce a report" <<<"$out" || break
 	done
-	echo "perf: run failed: ${cmd[*]} $*" >&2
+	echo "perf: run failed: ${cmd[*]} $* (to $addr)" >&2
 	echo "$out" >&2
 	return 1
 }
 FIG='^[[:space:]]*[0-9]+[[:space:]]+[0-9]+[[:space:]]+[0-9.]+'
 
+port_active() {
+	ibv_devinfo -d "$1" 2>/dev/null | grep -q PORT_ACTIVE
+}
+
 lab_lo_up
 lab_swiw_load
+# rxe's ICRC needs the crc32 algorithm, which the kernel would load on
+# demand (LAB.md, the self-contained initramfs).
+for m in ib_core ib_uverbs iw_cm rdma_cm rdma_ucm crc32_generic siw rdma_rxe; do
+	lab_modprobe "$m"
+done
+[[ $(modinfo -n siw) == */updates/* ]] || fail "modprobe siw would not load the one built"
+lab_dummy siwd "$SIW_ADDR/24"
+bounded rdma link add siw0 type siw netdev siwd || fail "rdma link add siw0"
+lab_dummy rxed "$RXE_ADDR/24"
+bounded rdma link add rxe0 type rxe netdev rxed || fail "rdma link add rxe0"
+wait_until 20 "siw0 PORT_ACTIVE" port_active siw0
+wait_until 20 "rxe0 PORT_ACTIVE" port_active rxe0
 
+# run_all KIND PROG FIELD ITERS SIZE: the figure of each stack into fig.
 declare -A fig
-for s in $BW_SIZES; do
+run_all() {
+	local kind=$1 prog=$2 field=$3 n=$4 s=$5 e
+
 	for e in inprocess kernel; do
-		fig[bw,$e,$s]=$(pair 4 env SWIW_ENGINE=$e "$SWIW_RUN" ib_write_bw -- \
-			-d swiw_lo -x 0 -s "$s" -n "$BW_ITERS") || exit 1
+		fig[$kind,$e,$s]=$(pair "$field" 127.0.0.1 env SWIW_ENGINE=$e "$SWIW_RUN" \
+			"$prog" -- -d swiw_lo -x 0 -s "$s" -n "$n") || exit 1
 	done
-	fig[bw,tcp,$s]=$(pair 3 "$TCP_REF" bw -- -s "$s" -n "$BW_ITERS") || exit 1
+	fig[$kind,siw,$s]=$(pair "$field" "$SIW_ADDR" "$prog" -- \
+		-R -d siw0 -s "$s" -n "$n") || exit 1
+	fig[$kind,rxe,$s]=$(pair "$field" "$RXE_ADDR" "$prog" -- \
+		-R -d rxe0 -s "$s" -n "$n") || exit 1
+}
+for s in $BW_SIZES; do
+	run_all bw ib_write_bw 4 "$BW_ITERS" "$s"
+	fig[bw,tcp,$s]=$(pair 3 127.0.0.1 "$TCP_REF" bw -- -s "$s" -n "$BW_ITERS") || exit 1
 done
 for s in $LAT_SIZES; do
-	for e in inprocess kernel; do
-		fig[lat,$e,$s]=$(pair 5 env SWIW_ENGINE=$e "$SWIW_RUN" ib_read_lat -- \
-			-d swiw_lo -x 0 -s "$s" -n "$LAT_ITERS") || exit 1
-	done
+	run_all lat ib_read_lat 5 "$LAT_ITERS" "$s"
 	# A READ is a whole round trip: compare with TCP's (twice RTT/2).
-	t=$(pair 4 "$TCP_REF" lat -- -s "$s" -n "$LAT_ITERS") || exit 1
+	t=$(pair 4 127.0.0.1 "$TCP_REF" lat -- -s "$s" -n "$LAT_ITERS") || exit 1
 	fig[lat,tcp,$s]=$(awk -v t="$t" 'BEGIN { printf "%.2f", 2 * t }')
 done
 
-# table KIND TITLE SIZE...: one table of the figures fig[KIND,...].
+# table KIND TITLE AIM SIZE...: one table of the figures fig[KIND,...];
+# AIM ("ge" or "le") is how the kernel helper must stand to siw.
 table() {
-	local kind=$1 s
+	local kind=$1 aim=$3 s k
 
 	echo "$2"
-	printf '%10s %12s %14s %12s %10s\n' size in-process kernel-helper TCP kernel/TCP
-	for s in "${@:3}"; do
-		printf '%10s %12s %14s %12s %10s\n' "$s" "${fig[$kind,inprocess,$s]}" \
-			"${fig[$kind,kernel,$s]}" "${fig[$kind,tcp,$s]}" \
-			"$(awk -v a="${fig[$kind,kernel,$s]}" -v b="${fig[$kind,tcp,$s]}" \
-				'BEGIN { printf "%.2fx", (b > 0 ? a / b : 0) }')"
+	printf '%10s %11s %14s %10s %10s %10s %11s %11s  %s\n' size in-process \
+		kernel-helper siw rxe TCP kernel/TCP kernel/siw \
+		"aim: kernel helper $([ "$aim" = ge ] && echo '>=' || echo '<=') siw"
+	for s in "${@:4}"; do
+		k=${fig[$kind,kernel,$s]}
+		printf '%10s %11s %14s %10s %10s %10s %11s %11s  %s\n' "$s" \
+			"${fig[$kind,inprocess,$s]}" "$k" "${fig[$kind,siw,$s]}" \
+			"${fig[$kind,rxe,$s]}" "${fig[$kind,tcp,$s]}" \
+			"$(awk -v a="$k" -v b="${fig[$kind,tcp,$s]}" \
+				'BEGIN { printf "%.2fx", (b > 0 ? a / b : 0) }')" \
+			"$(awk -v a="$k" -v b="${fig[$kind,siw,$s]}" \
+				'BEGIN { printf "%.2fx", (b > 0 ? a / b : 0) }')" \
+			"$(awk -v a="$k" -v b="${fig[$kind,siw,$s]}" -v aim="$aim" \
+				'BEGIN { ok = aim == "ge" ? a >= b : a <= b
+					 print ok ? "met" : "not met" }')"
 	done
 }
 
 echo "== swiw in the VM lab: guest $(uname -r), $(nproc) vCPUs, QEMU TCG =="
 # shellcheck disable=SC2086 # sizes are words
-table bw "ib_write_bw, BW average [MB/s]" $BW_SIZES
+table bw "ib_write_bw, BW average [MB/s]" ge $BW_SIZES
 # shellcheck disable=SC2086 # sizes are words
-table lat "ib_read_lat, t_typical [usec] (TCP: a round trip)" $LAT_SIZES
+table lat "ib_read_lat, t_typical [usec] (TCP: a round trip)" le $LAT_SIZES
+bounded rdma link del siw0 && bounded rdma link del rxe0 || fail "rdma link del"
 lab_swiw_unload
