@@ -358,6 +358,14 @@ bool swiw_stream_poll_direct(bool *moved)
 		return false;
 	before = s->ev_total;
 	swiw_stream_event(s, EPOLLIN);
+	/*
+	 * As eng_events() pumps after the events: the transmit that ended
+	 * the event's rounds posted its sent events after their last drain,
+	 * and a WR they complete (an RDMA Write) would otherwise wait for
+	 * the next event on this stream, which may be the peer's answer to
+	 * that very completion.
+	 */
+	swiw_stream_pump(s);
 	*moved = s->ev_total != before;
 	return true;
 }
