@@ -301,22 +301,6 @@ struct ibv_comp_channel *swiw_create_comp_channel(struct ibv_context *ctx)
 }
 
 /* As libibverbs does: refused while a CQ still uses the channel. */
-/*
- * ibv_get_cq_event is about to read @ibch (the preload library calls this
- * first): the wait happens in the engine, which moves data from this
- * thread meanwhile (swiw_engine_chan_wait). A channel the program made
- * non-blocking is its to poll, and the read answers at once, as it would.
- */
-void swiw_chan_wait(struct ibv_comp_channel *ibch)
-{
-	int fl = fcntl(ibch->fd, F_GETFL);
-
-	if (fl < 0 || (fl & O_NONBLOCK))
-		return;
-	swiw_engine_chan_wait(
-		swiw_container_of(ibch, struct swiw_comp_channel, ibv_ch));
-}
-
 int swiw_destroy_comp_channel(struct ibv_comp_channel *ibch)
 {
 	struct swiw_comp_channel *ch =

@@ -66,14 +66,6 @@
  * thread reaps the graveyard, after handling its own epoll_wait(), as
  * above.
  *
- * A program that blocks in ibv_get_cq_event (the preload library's, which
- * calls swiw_chan_wait first) waits in swiw_engine_chan_wait: its thread
- * sleeps on the channel and the engine's epoll set together and handles
- * what comes itself, so a message that completes wakes one thread rather
- * than the progress thread and then the program. While a program does
- * that (or did within SWIW_ENG_CHAN_NS), the thread naps on the doorbell
- * alone, as for a polling program, and arming a CQ rings it no more.
- *
  * A CQ, fed by many QPs and also reached by resize_cq, is produced into
  * under its own eng_lock.
  */
@@ -111,11 +103,6 @@
 #define SWIW_ENG_DIRECT_EVERY 4
 /* Naps the thread may find the lock taken before it waits for it. */
 #define SWIW_ENG_BUSY_NAPS 20
-/* A program that left ibv_get_cq_event this recently waits on its
- * channels itself (swiw_engine_chan_wait): the thread leaves the sockets
- * to it, and naps no longer than SWIW_ENG_CHAN_NAP_NS between looks. */
-#define SWIW_ENG_CHAN_NS 200000
-#define SWIW_ENG_CHAN_NAP_NS 200000
 
 static pthread_mutex_t eng_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned long eng_owner; /* pthread_self() of the holder, or 0 */
@@ -136,11 +123,6 @@ static unsigned int eng_polls; /* under the lock: swiw_engine_poll's count */
 static bool eng_poll_wanted; /* a poller found the lock taken */
 static uint64_t last_empty_ns; /* when a poll last found its CQ empty */
 static uint64_t last_arm_ns; /* when a CQ was last armed */
-/* Threads blocked in ibv_get_cq_event that move the engine meanwhile
- * (swiw_engine_chan_wait), and when one last left it. */
-static unsigned int eng_chan_waiters;
-static uint64_t last_chan_ns;
-static bool chan_waiter(uint64_t now);
 /* The earliest deadline set under the lock by the holder (0: none). */
 static uint64_t eng_new_due_ns;
 
@@ -349,22 +331,6 @@ static void wake_for_timers(int t)
 }
 
 /*
- * An application thread that ran the engine lets go: if it handled events
- * (@moved), the thread, about to sleep or asleep, learns of any deadline
- * they set.
- */
-static void poller_unlock(bool moved)
-{
-	int t = moved ? eng_timeout_ms() : -1;
-
-	if (moved)
-		__atomic_store_n(&eng_poll_gen, eng_poll_gen + 1,
-				 __ATOMIC_SEQ_CST);
-	swiw_eng_unlock();
-	wake_for_timers(t);
-}
-
-/*
  * Poll mode: an application thread found its CQ empty. Run the engine
  * once if it is free. The epoll_wait() is under the lock, so no stream
  * it names can be freed before its events are handled.
@@ -374,7 +340,7 @@ void swiw_engine_poll(void)
 	struct epoll_event evs[64];
 	bool moved = false;
 	uint64_t now;
-	int n;
+	int n, t;
 
 	if (!eng_poll_mode || !__atomic_load_n(&eng_started, __ATOMIC_ACQUIRE))
 		return;
@@ -393,7 +359,12 @@ void swiw_engine_poll(void)
 		n = epoll_wait(eng_epfd, evs, 64, 0);
 		eng_events(evs, n, false);
 	}
-	poller_unlock(n > 0);
+	t = n > 0 ? eng_timeout_ms() : -1;
+	if (n > 0)
+		__atomic_store_n(&eng_poll_gen, eng_poll_gen + 1,
+				 __ATOMIC_SEQ_CST);
+	swiw_eng_unlock();
+	wake_for_timers(t);
 }
 
 /*
@@ -419,81 +390,11 @@ void swiw_engine_polled(void)
  */
 void swiw_engine_armed(void)
 {
-	uint64_t now;
-
 	if (!eng_poll_mode)
 		return;
-	now = now_ns();
-	__atomic_store_n(&last_arm_ns, now, __ATOMIC_RELAXED);
-	/* One that waits on its channel from its own thread (it did so
-	 * just now) moves the engine there: no bell for the thread. */
-	if (!chan_waiter(now) &&
-	    __atomic_load_n(&thread_long_nap, __ATOMIC_SEQ_CST))
+	__atomic_store_n(&last_arm_ns, now_ns(), __ATOMIC_RELAXED);
+	if (__atomic_load_n(&thread_long_nap, __ATOMIC_SEQ_CST))
 		swiw_eng_doorbell();
-}
-
-/*
- * Poll mode: the program blocks in ibv_get_cq_event on @ch. Rather than
- * sleep in read() while the progress thread wakes for the socket and then
- * wakes the program with the CQ event (two wake-ups a message), its own
- * thread waits for the socket and does the engine's work; returns once @ch
- * has a record (libibverbs's read then takes it) or cannot be waited for
- * here. The thread leaves the sockets
- * to it meanwhile (chan_waiter) and keeps the doorbell, timers and dials.
- */
-void swiw_engine_chan_wait(struct swiw_comp_channel *ch)
-{
-	struct epoll_event evs[64];
-	bool bell_only = false;
-	int n, i, real, rfd = ch->ibv_ch.fd;
-	uint64_t spin_until = now_ns() + SWIW_ENG_SPIN_NS;
-	unsigned long posted;
-
-	if (!eng_poll_mode || !__atomic_load_n(&eng_started, __ATOMIC_ACQUIRE))
-		return;
-	__atomic_fetch_add(&eng_chan_waiters, 1, __ATOMIC_SEQ_CST);
-	for (;;) {
-		struct pollfd p[2] = { { .fd = rfd, .events = POLLIN },
-				       { .fd = eng_epfd, .events = POLLIN } };
-		/* Only the doorbell was ready: it is the thread's to drain,
-		 * which it does within a nap; look at the channel alone
-		 * meanwhile rather than spin on it. */
-		struct timespec bell_wait = { 0, SWIW_ENG_NAP_NS },
-				zero = { 0 };
-		/* Look without sleeping for SWIW_ENG_SPIN_NS first, as the
-		 * thread does after work: what comes that soon is taken with
-		 * no wake-up (a CPU that idles may take tens of microseconds
-		 * to wake, in a virtual machine above all). */
-		bool spin = !bell_only && now_ns() < spin_until;
-
-		n = ppoll(p, bell_only ? 1 : 2,
-			  spin	    ? &zero :
-			  bell_only ? &bell_wait :
-				      NULL,
-			  NULL);
-		if (n < 0 && errno != EINTR)
-			break;
-		if (p[0].revents)
-			break; /* a record, or an error the read reports */
-		bell_only = false;
-		if (n <= 0 || !(p[1].revents & POLLIN))
-			continue;
-		swiw_eng_lock();
-		posted = __atomic_load_n(&ch->posted, __ATOMIC_ACQUIRE);
-		n = epoll_wait(eng_epfd, evs, 64, 0);
-		for (i = 0, real = 0; i < n; i++)
-			if (evs[i].data.ptr != &doorbell_tag)
-				real++;
-		eng_events(evs, n, false);
-		poller_unlock(real > 0);
-		/* The events wrote a record to this channel: the read has
-		 * it, no second look at the pipe needed. */
-		if (__atomic_load_n(&ch->posted, __ATOMIC_ACQUIRE) != posted)
-			break;
-		bell_only = n > 0 && !real;
-	}
-	__atomic_store_n(&last_chan_ns, now_ns(), __ATOMIC_RELAXED);
-	__atomic_fetch_sub(&eng_chan_waiters, 1, __ATOMIC_SEQ_CST);
 }
 
 /*
@@ -581,22 +482,6 @@ static bool app_polled(uint64_t now)
 	return app_drove(now, SWIW_ENG_POLLED_NS);
 }
 
-/* A program thread waits on a completion channel, moving the engine. */
-static bool chan_waits(void)
-{
-	return __atomic_load_n(&eng_chan_waiters, __ATOMIC_SEQ_CST) != 0;
-}
-
-/*
- * Poll mode: a program waits on its channels from its own thread, now or
- * between two waits (it left one within SWIW_ENG_CHAN_NS of @now).
- */
-static bool chan_waiter(uint64_t now)
-{
-	return eng_poll_mode &&
-	       (chan_waits() || within(&last_chan_ns, now, SWIW_ENG_CHAN_NS));
-}
-
 /* Poll mode: the program's last poll found completions. */
 static bool app_took_last(void)
 {
@@ -620,12 +505,12 @@ static void *eng_main(void *arg)
 	for (;;) {
 		bool work;
 
-		if (app_polling(woke) || chan_waiter(woke)) {
+		if (app_polling(woke)) {
 			/* Timers and dials still run, at nap granularity. */
 			struct timespec nap = { 0, SWIW_ENG_NAP_NS };
 
 			n = 0;
-			if (!chan_waiter(woke) && !app_waits(woke)) {
+			if (!app_waits(woke)) {
 				/* It took completions and has not polled an
 				 * empty CQ since: it may be spinning on memory
 				 * (ib_write_lat) for what the thread must
@@ -645,11 +530,7 @@ static void *eng_main(void *arg)
 			} else {
 				bell_nap(nap_ns);
 				woke = now_ns();
-				if (chan_waiter(woke)) {
-					if (nap_ns < SWIW_ENG_CHAN_NAP_NS)
-						nap_ns *= 2;
-				} else if (app_polling(woke) &&
-					   app_waits(woke)) {
+				if (app_polling(woke) && app_waits(woke)) {
 					if (nap_ns < SWIW_ENG_NAP_MAX_NS)
 						nap_ns *= 2;
 				} else {
@@ -766,7 +647,6 @@ static void cq_notify(struct swiw_cq *cq, const struct swiw_cqe *e)
 {
 	struct ibv_comp_channel *ch = cq->vcq.cq.channel;
 	uint64_t rec = (uintptr_t)&cq->vcq.cq;
-	struct swiw_comp_channel *sch;
 	uint32_t armed;
 
 	if (!ch)
@@ -781,11 +661,9 @@ static void cq_notify(struct swiw_cq *cq, const struct swiw_cqe *e)
 					 SWIW_NOTIFY_NOT, false,
 					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 		return;
-	sch = swiw_container_of(ch, struct swiw_comp_channel, ibv_ch);
-	if (write(sch->wfd, &rec, sizeof(rec)) != sizeof(rec))
+	if (write(swiw_container_of(ch, struct swiw_comp_channel, ibv_ch)->wfd,
+		  &rec, sizeof(rec)) != sizeof(rec))
 		swiw_warn("completion channel full: a CQ event was lost");
-	else
-		__atomic_fetch_add(&sch->posted, 1, __ATOMIC_RELEASE);
 }
 
 /*
