@@ -1239,6 +1239,112 @@ static void test_bad_wr_in_list(void **state)
 	assert_int_equal(rt_state(f->a), IBV_QPS_RTS);
 }
 
+/* Polls an empty CQ until cancelled: each empty poll runs the engine. */
+static void *cancel_poller(void *arg)
+{
+	struct ibv_wc wc[4];
+
+	for (;;) {
+		pthread_testcancel();
+		if (ibv_poll_cq(arg, 4, wc) < 0)
+			return (void *)"poll failed";
+	}
+	return NULL;
+}
+
+/* Blocks on a completion channel until cancelled. */
+static void *cancel_waiter(void *arg)
+{
+	struct ibv_cq *cq;
+	void *ctx;
+
+	if (!ibv_get_cq_event(arg, &cq, &ctx))
+		ibv_ack_cq_events(cq, 1);
+	return NULL;
+}
+
+/*
+ * 5: threads cancelled inside verbs. ibv_poll_cq and ibv_get_cq_event run
+ * the engine in the caller's thread; a cancellation point reached there
+ * (epoll_wait, write, the channel's wait) must neither leave the engine's
+ * lock held nor leave the engine thinking the thread still serves it:
+ * after each cancel, SENDs a->b must still complete, b's receive seen
+ * through its completion channel with no thread of ours running the
+ * engine.
+ */
+static void test_cancel_in_verbs(void **state)
+{
+	struct fx *f = *state;
+	struct ibv_comp_channel *ch = ibv_create_comp_channel(f->ctx);
+	struct ibv_cq *idle = ibv_create_cq(f->ctx, 16, NULL, NULL, 0);
+	struct ibv_cq *rcq, *ecq;
+	struct ibv_sge ss = { (uintptr_t)f->asrc, 4096, f->asmr->lkey };
+	struct ibv_wc wc[16];
+	struct ibv_qp *b;
+	pthread_t th;
+	void *ret, *ectx;
+	int round, i;
+
+	assert_non_null(ch);
+	assert_non_null(idle);
+	rcq = ibv_create_cq(f->ctx, 64, NULL, ch, 0);
+	assert_non_null(rcq);
+	b = rt_make_qp(f->pd, f->bscq, rcq, 64);
+	assert_non_null(b);
+	/* a is connected to f->b: a fresh pair a2 <-> b. */
+	ibv_destroy_qp(f->a);
+	f->a = rt_make_qp(f->pd, f->ascq, f->arcq, 64);
+	assert_non_null(f->a);
+	assert_int_equal(rt_to_rts(f->a, &f->gid, b->qp_num), 0);
+	assert_int_equal(rt_to_rts(b, &f->gid, f->a->qp_num), 0);
+	for (round = 0; round < 24; round++) {
+		struct pollfd p = { .fd = ch->fd, .events = POLLIN };
+
+		/* Odd rounds: a thread blocked on the channel. */
+		assert_int_equal(pthread_create(&th, NULL,
+						round & 1 ? cancel_waiter :
+							    cancel_poller,
+						round & 1 ? (void *)ch :
+							    (void *)idle),
+				 0);
+		for (i = 0; i < 8; i++) {
+			assert_int_equal(rt_post_recv(b, (uint64_t)i,
+						      f->bdst + i * 4096u, 4096,
+						      f->bdmr->lkey),
+					 0);
+			assert_int_equal(rt_post(f->a, (uint64_t)i, IBV_WR_SEND,
+						 &ss, IBV_SEND_SIGNALED, 0, 0),
+					 0);
+		}
+		usleep(500 + (unsigned int)(round % 4) * 700);
+		assert_int_equal(pthread_cancel(th), 0);
+		assert_int_equal(pthread_join(th, &ret), 0);
+		assert_ptr_equal(ret, PTHREAD_CANCELED);
+		assert_int_equal(rt_wait(f->ascq, wc, 8, 5000), 8);
+		for (i = 0; i < 8; i++)
+			assert_int_equal(wc[i].status, IBV_WC_SUCCESS);
+		/* b's receives, and one more SEND, through the channel: only
+		 * the engine's own thread moves it now. */
+		assert_int_equal(rt_wait(rcq, wc, 8, 5000), 8);
+		assert_int_equal(ibv_req_notify_cq(rcq, 0), 0);
+		assert_int_equal(
+			rt_post_recv(b, 99, f->bdst, 4096, f->bdmr->lkey), 0);
+		assert_int_equal(rt_post(f->a, 99, IBV_WR_SEND, &ss, 0, 0, 0),
+				 0);
+		assert_int_equal(poll(&p, 1, 5000), 1);
+		assert_int_equal(ibv_get_cq_event(ch, &ecq, &ectx), 0);
+		assert_ptr_equal(ecq, rcq);
+		ibv_ack_cq_events(ecq, 1);
+		assert_int_equal(rt_wait(rcq, wc, 1, 5000), 1);
+		assert_int_equal(wc[0].wr_id, 99);
+		assert_int_equal(wc[0].status, IBV_WC_SUCCESS);
+	}
+	assert_int_equal(ibv_destroy_qp(b), 0);
+	assert_int_equal(ibv_destroy_cq(rcq), 0);
+	assert_int_equal(ibv_destroy_cq(idle), 0);
+	assert_int_equal(ibv_destroy_comp_channel(ch), 0);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 #define TB(fn) cmocka_unit_test_setup_teardown(fn, setup_bare, teardown)
 
@@ -1266,6 +1372,7 @@ int main(void)
 		TB(test_threads_own_qp),
 		T(test_threads_shared_qp),
 		T(test_threads_post_during_err),
+		T(test_cancel_in_verbs),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

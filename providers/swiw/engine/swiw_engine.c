@@ -126,9 +126,28 @@ static uint64_t last_arm_ns; /* when a CQ was last armed */
 /* The earliest deadline set under the lock by the holder (0: none). */
 static uint64_t eng_new_due_ns;
 
+/*
+ * A program's thread runs the engine inside its verbs (a poll, a post),
+ * where it makes syscalls that are cancellation points: cancelled there,
+ * it would die holding the lock. No cancellation while it is held; the
+ * holder's own state comes back as it lets go.
+ */
+static int eng_cancel_state;
+
+static int cancel_off(void)
+{
+	int old;
+
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+	return old;
+}
+
 static void eng_lock_raw(void)
 {
+	int old = cancel_off();
+
 	pthread_mutex_lock(&eng_lock);
+	eng_cancel_state = old;
 	__atomic_store_n(&eng_owner, (unsigned long)pthread_self(),
 			 __ATOMIC_RELAXED);
 }
@@ -157,6 +176,7 @@ void swiw_eng_lock(void)
 void swiw_eng_unlock(void)
 {
 	uint64_t due = eng_new_due_ns;
+	int cancel = eng_cancel_state;
 
 	/* No thread-local flag: LeakSanitizer's tracer faults on the TLS
 	 * of a dlopen()ed provider. eng_thread is set under the lock. */
@@ -170,6 +190,7 @@ void swiw_eng_unlock(void)
 	pthread_mutex_unlock(&eng_lock);
 	if (due && due < __atomic_load_n(&thread_wake_ns, __ATOMIC_SEQ_CST))
 		swiw_eng_doorbell();
+	pthread_setcancelstate(cancel, NULL);
 }
 
 /* Under the lock: something is due at @due_ns (CLOCK_MONOTONIC). */
@@ -209,8 +230,13 @@ static uint64_t now_ns(void)
 /* Takes the engine lock only if it is free; true if taken. */
 static bool eng_trylock(void)
 {
-	if (pthread_mutex_trylock(&eng_lock))
+	int old = cancel_off();
+
+	if (pthread_mutex_trylock(&eng_lock)) {
+		pthread_setcancelstate(old, NULL);
 		return false;
+	}
+	eng_cancel_state = old;
 	__atomic_store_n(&eng_owner, (unsigned long)pthread_self(),
 			 __ATOMIC_RELAXED);
 	return true;
