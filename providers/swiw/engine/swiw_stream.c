@@ -312,17 +312,30 @@ static void overflow_check(struct swiw_stream *s)
 				 IBV_EVENT_QP_FATAL);
 }
 
+/*
+ * Transmits what the SQ holds and takes the lower half's events, until a
+ * drain finds none: a transmit posts "sent" events (an RDMA Write's
+ * completion), and the completions a drain makes may free room (ORD, the
+ * ring) for more WRs, so stopping after either leaves work that no event
+ * of the socket will bring back. Bounded, as a stream that keeps both
+ * busy is served again at the next look.
+ */
+#define SWIW_PUMP_ROUNDS 8
+
 bool swiw_stream_pump(struct swiw_stream *s)
 {
-	bool moved;
+	bool moved = false;
+	unsigned int round;
 
-	if (s->failed || s->dead)
-		return false;
-	moved = swiw_tx_pump(s);
-	/* A doorbell may have had the ring engine post events. */
-	if (s->ops->drain(s) && !s->failed) {
+	for (round = 0; round < SWIW_PUMP_ROUNDS; round++) {
+		if (s->failed || s->dead)
+			break;
+		if (swiw_tx_pump(s))
+			moved = true;
+		/* A doorbell may have had the ring engine post events. */
+		if (s->failed || !s->ops->drain(s))
+			break;
 		moved = true;
-		swiw_tx_pump(s);
 	}
 	overflow_check(s);
 	return moved;
@@ -358,14 +371,6 @@ bool swiw_stream_poll_direct(bool *moved)
 		return false;
 	before = s->ev_total;
 	swiw_stream_event(s, EPOLLIN);
-	/*
-	 * As eng_events() pumps after the events: the transmit that ended
-	 * the event's rounds posted its sent events after their last drain,
-	 * and a WR they complete (an RDMA Write) would otherwise wait for
-	 * the next event on this stream, which may be the peer's answer to
-	 * that very completion.
-	 */
-	swiw_stream_pump(s);
 	*moved = s->ev_total != before;
 	return true;
 }

@@ -398,6 +398,13 @@ static void link_event(struct swiw_stream *s, uint32_t events)
 		swiw_tx_pump(s);
 		events = EPOLLIN;
 	} while (more && ++round < LINK_RX_ROUNDS && !swiw_eng_poller_waits());
+	/*
+	 * The last transmit posted its sent events after the last drain: a
+	 * WR they complete (an RDMA Write) would wait for the next event on
+	 * this stream, which may be the peer's answer to that very
+	 * completion (d2a0730's hang). swiw_stream_pump quiesces.
+	 */
+	swiw_stream_pump(s);
 }
 
 /* Best effort, before DETACH: the TERMINATE for @v as the last txd. */
