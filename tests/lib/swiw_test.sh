@@ -154,6 +154,15 @@ run_cleanup() {
 	done
 	[ -n "$T_TMP" ] || exit "$rc"
 	san_check || rc=1
+	# SWIW_TEST_KEEP=DIR: a failed test leaves its scratch directory
+	# (captures, logs, the guest's keep) there for a post-mortem; with
+	# SWIW_TEST_KEEP_ALL=1, a passed one too.
+	if { [ "$rc" -ne 0 ] || [ -n "${SWIW_TEST_KEEP_ALL:-}" ]; } &&
+		[ -n "${SWIW_TEST_KEEP:-}" ] &&
+		mkdir -p "$SWIW_TEST_KEEP" && mv "$T_TMP" "$SWIW_TEST_KEEP/"; then
+		echo "# kept: $SWIW_TEST_KEEP/${T_TMP##*/}" >&2
+		exit "$rc"
+	fi
 	rm -rf "$T_TMP"
 	exit "$rc"
 }
