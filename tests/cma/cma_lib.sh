@@ -76,3 +76,26 @@ rdma_server_pair() {
 	assert_has "$SRV_OUT" '^rdma_server: end 0$' "rdma_server"
 	pass "rdma_server/rdma_client (synchronous endpoints) to $addr"
 }
+
+# rping_no_rtr [N]: rping as the MPA initiator, offering only a Send RTR,
+# against mpa_responder.py, which names a Write RTR as siw does. Each of N
+# (default 10) connections must fail in rping with CONNECT_ERROR and
+# bring the responder the TERMINATE "No Matching RTR" before the FIN,
+# although rping exits on that very CM event.
+rping_no_rtr() {
+	local n=${1:-10} i
+
+	need_cmd python3
+	PORT=$((10000 + RANDOM % 20000))
+	serve '' "$PORT" python3 "$(dirname "${BASH_SOURCE[0]}")/mpa_responder.py" \
+		"$PORT" "$n" || fail_served "mpa_responder.py did not listen on $PORT"
+	for ((i = 0; i < n; i++)); do
+		run env SWIW_MPA_RTR=send "${SWIW[@]}" rping -c -a 127.0.0.1 \
+			-p "$PORT" -C 1
+		[ "$RC" -ne 0 ] && grep -q 'RDMA_CM_EVENT_CONNECT_ERROR' <<<"$ERR" ||
+			fail_last "rping against a Write RTR it did not offer: CONNECT_ERROR expected"
+	done
+	served 10
+	[ "$SRV_RC" -eq 0 ] || fail_served "the responder missed a TERMINATE"
+	pass "rping, Send RTR only, against a Write RTR Reply: $n TERMINATEs (No Matching RTR) before FIN"
+}

@@ -150,20 +150,33 @@ static int fpdu_setup(struct swiw_stream *s)
 	return 0;
 }
 
-static void mpa_fail(struct swiw_stream *s)
+/*
+ * The machine wants a TERMINATE (e.g. an initiator refusing the Reply's
+ * RTR choice): FPDU mode began with the Reply, so frame it with the terms
+ * the Reply set, as siw does in the same place. Sent before the CM hears
+ * of the failure: a program may exit on that event (rping does), and the
+ * socket goes with it.
+ */
+static void mpa_term(struct swiw_stream *s)
 {
 	const struct swiw_mpa_outcome *o = swiw_mpa_outcome(&s->setup->mpa);
 
-	/*
-	 * The machine wants a TERMINATE (e.g. an initiator refusing the
-	 * Reply's RTR choice): FPDU mode began with the Reply, so frame it
-	 * with the terms the Reply set, as siw does in the same place.
-	 */
-	if (o->send_term && !s->fpdu_setup) {
+	if (!o->send_term || s->setup->term_sent)
+		return;
+	if (!s->fpdu_setup) {
 		ftx_setup(s);
 		s->setup->mpa_phase = false;
 		s->fpdu_setup = true;
 	}
+	send_terminate(s, o->violation, NULL, 0);
+	s->setup->term_sent = true;
+}
+
+static void mpa_fail(struct swiw_stream *s)
+{
+	const struct swiw_mpa_outcome *o = swiw_mpa_outcome(&s->setup->mpa);
+
+	mpa_term(s);
 	swiw_stream_fail(s, o->send_term ? o->violation : SWIW_V_NONE, NULL, 0,
 			 -1, IBV_EVENT_QP_FATAL);
 }
@@ -253,6 +266,7 @@ void swiw_stream_mpa_events(struct swiw_stream *s)
 			return;
 		}
 		if (ev & SWIW_MPA_EV_CLOSED) {
+			mpa_term(s);
 			if (s->cm)
 				swiw_cm_report(s, 0, o->error);
 			if (!bk_rejected(s))
@@ -402,7 +416,7 @@ static void setup_event(struct swiw_stream *s, uint32_t events)
 static void setup_fail(struct swiw_stream *s, enum swiw_violation v,
 		       const void *seg, uint32_t seg_len)
 {
-	if (v != SWIW_V_NONE)
+	if (v != SWIW_V_NONE && !s->setup->term_sent)
 		send_terminate(s, v, seg, seg_len);
 }
 

@@ -75,6 +75,7 @@ struct swiw_setup {
 	uint8_t mpa_tx[SWIW_MPA_FRAME_MAX];
 	uint8_t mpa_pd[SWIW_MPA_PD_MAX];
 	bool bk_checked; /* initiator: the Reply's block was checked */
+	bool term_sent; /* MPA's TERMINATE went (or was tried) */
 	struct swiw_engine_bk bk;
 	/* Connected by the CM (swiw_setup_cm.c): what it brings to MPA. */
 	uint16_t cm_ird, cm_ord, cm_pd_len;
