@@ -121,6 +121,7 @@ while IFS='|' read -r name group tool srv cli mpa r f unit pcap ports crc maddrs
 		T_PASSED=$((T_PASSED + 1))
 		cell[$name]="pass"
 		fig[$name]="$f $unit"
+		[ "$f" != - ] || fig[$name]="(no figure)"
 		if [[ $note == "expected failure"* ]]; then
 			cell[$name]=xfail
 			fig[$name]="(siw, README)"

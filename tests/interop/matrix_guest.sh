@@ -277,9 +277,11 @@ t_rping() {
 # t_perf ARGS...: R_TOOL -R server and client. Under TCG perftest's cycle
 # clock can be so far off that a good run reports 0.00, inf or nan, or
 # fails its fit ("Can't produce a report"): only those run again, on the
-# next port.
+# next port. A row whose runs all completed but whose clock never gave a
+# figure passes with no figure, noted: what it tests, the interop, is the
+# runs' exit status and their capture, which the host still judges.
 t_perf() {
-	local fig='' unit=MB/s port=$R_PORT
+	local fig='' unit=MB/s port=$R_PORT ran=0
 
 	R_NOTE=''
 
@@ -290,6 +292,7 @@ t_perf() {
 		if pair "$port" "${S_PRE[@]}" "$R_TOOL" -R -d "$S_DEV" -F -p "$port" "$@" -- \
 			"${C_PRE[@]}" "$R_TOOL" -R -d "$C_DEV" -F -p "$port" "$@" "$S_ADDR"; then
 			fig=$(figure "$R_TOOL")
+			ran=$((ran + 1))
 			note "row: $(grep -E '^ *[0-9]+ +[0-9]+ ' "$T_TMP/cli.out" | tail -1)"
 			[[ $fig =~ ^0*\.?0*$ || $fig =~ inf|nan ]] || break
 			note "a figure of '$fig' (perftest's clock under TCG), again"
@@ -305,6 +308,13 @@ t_perf() {
 		fi
 		port=$((port + 1))
 	done
+	if [ "$ran" -eq 3 ] &&
+		{ ! [[ $fig =~ ^[0-9]+(\.[0-9]+)?$ ]] || [[ $fig =~ ^0*\.?0*$ ]]; }; then
+		R_NOTE+="${R_NOTE:+; }no figure: perftest's clock under TCG gave '$fig' in 3 complete runs"
+		record PASS - - "$R_NOTE"
+		note "$R_TOOL: 3 complete runs, no figure from perftest's clock"
+		return 0
+	fi
 	[[ $fig =~ ^[0-9]+(\.[0-9]+)?$ ]] && [[ ! $fig =~ ^0*\.?0*$ ]] || {
 		record FAIL - - "no figure in 3 tries"
 		cat "$T_TMP/cli.out"
