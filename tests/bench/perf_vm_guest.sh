@@ -30,7 +30,10 @@ T_LIMIT=120
 
 # pair FIELD ADDR CMD... -- ARGS...: one server/client run of CMD ARGS on
 # a fresh port, the client to ADDR; prints FIELD of the client's last
-# figure line. Under TCG perftest's CPU clock fit can fail after a good
+# figure line. The server is the passive side (the target of the WRITEs
+# and READs): its CPU time (user + system, getrusage of its children by
+# bash's times, which must run in that shell, not in a pipe's subshell)
+# and wall time, in ms, go to $T_TMP/srv.cpu. Under TCG perftest's CPU clock fit can fail after a good
 # run ("Can't produce a report"), and the kernel's siw, starved, has
 # failed a run of its own (a flushed WR, then no data exchange): a failed
 # run is said on stderr and runs again, three times at most.
@@ -43,7 +46,14 @@ pair() {
 	set -- "${AFTER[@]}"
 	for try in 1 2 3 4 5 6 7 8; do
 		PORT=$((PORT + 1))
-		if serve '' "$PORT" "${cmd[@]}" "$@" -p "$PORT"; then
+		rm -f "$T_TMP/srv.cpu"
+		# shellcheck disable=SC2016 # the inner shell expands them
+		if serve '' "$PORT" bash -c 's=$(date +%s%N); "${@:2}"; r=$?
+			e=$(date +%s%N); times >"$1.t"
+			awk -v w=$(((e - s) / 1000000)) "
+				function ms(t) { split(t, a, /[ms]/); return (a[1] * 60 + a[2]) * 1000 }
+				NR == 2 { printf \"%.0f %d\n\", ms(\$1) + ms(\$2), w }" "$1.t" >"$1"
+			exit $r' _ "$T_TMP/srv.cpu" "${cmd[@]}" "$@" -p "$PORT"; then
 			out=$(bounded "${cmd[@]}" "$@" -p "$PORT" "$addr" 2>&1)
 			served
 		else
@@ -83,29 +93,44 @@ bounded rdma link add rxe0 type rxe netdev rxed || fail "rdma link add rxe0"
 wait_until 20 "siw0 PORT_ACTIVE" port_active siw0
 wait_until 20 "rxe0 PORT_ACTIVE" port_active rxe0
 
-# run_all KIND PROG FIELD ITERS SIZE: the figure of each stack into fig.
-declare -A fig
+# got KIND STACK SIZE FIGURE: fig and cpu of one run, and the lines
+# perf_vm.sh gathers over boots: "PERF-FIG kind stack size figure" and
+# "PERF-CPU kind stack size cpu-ms wall-ms" (the passive side's).
+declare -A fig cpu
+got() {
+	local c
+
+	fig[$1,$2,$3]=$4
+	c=$(cat "$T_TMP/srv.cpu" 2>/dev/null)
+	cpu[$1,$2,$3]=${c:-- -}
+	echo "PERF-FIG $1 $2 $3 $4"
+	echo "PERF-CPU $1 $2 $3 ${cpu[$1,$2,$3]}"
+}
+
+# run_all KIND PROG FIELD ITERS SIZE: the figure of each stack.
 run_all() {
-	local kind=$1 prog=$2 field=$3 n=$4 s=$5 e
+	local kind=$1 prog=$2 field=$3 n=$4 s=$5 e f
 
 	for e in inprocess kernel; do
-		fig[$kind,$e,$s]=$(pair "$field" 127.0.0.1 env SWIW_ENGINE=$e "$SWIW_RUN" \
+		f=$(pair "$field" 127.0.0.1 env SWIW_ENGINE=$e "$SWIW_RUN" \
 			"$prog" -- -d swiw_lo -x 0 -s "$s" -n "$n") || exit 1
+		got "$kind" "$e" "$s" "$f"
 	done
-	fig[$kind,siw,$s]=$(pair "$field" "$SIW_ADDR" "$prog" -- \
-		-R -d siw0 -s "$s" -n "$n") || exit 1
-	fig[$kind,rxe,$s]=$(pair "$field" "$RXE_ADDR" "$prog" -- \
-		-R -d rxe0 -s "$s" -n "$n") || exit 1
+	f=$(pair "$field" "$SIW_ADDR" "$prog" -- -R -d siw0 -s "$s" -n "$n") || exit 1
+	got "$kind" siw "$s" "$f"
+	f=$(pair "$field" "$RXE_ADDR" "$prog" -- -R -d rxe0 -s "$s" -n "$n") || exit 1
+	got "$kind" rxe "$s" "$f"
 }
 for s in $BW_SIZES; do
 	run_all bw ib_write_bw 4 "$BW_ITERS" "$s"
-	fig[bw,tcp,$s]=$(pair 3 127.0.0.1 "$TCP_REF" bw -- -s "$s" -n "$BW_ITERS") || exit 1
+	f=$(pair 3 127.0.0.1 "$TCP_REF" bw -- -s "$s" -n "$BW_ITERS") || exit 1
+	got bw tcp "$s" "$f"
 done
 for s in $LAT_SIZES; do
 	run_all lat ib_read_lat 5 "$LAT_ITERS" "$s"
 	# A READ is a whole round trip: compare with TCP's (twice RTT/2).
 	t=$(pair 4 127.0.0.1 "$TCP_REF" lat -- -s "$s" -n "$LAT_ITERS") || exit 1
-	fig[lat,tcp,$s]=$(awk -v t="$t" 'BEGIN { printf "%.2f", 2 * t }')
+	got lat tcp "$s" "$(awk -v t="$t" 'BEGIN { printf "%.2f", 2 * t }')"
 done
 
 # table KIND TITLE AIM SIZE...: one table of the figures fig[KIND,...];
@@ -132,10 +157,37 @@ table() {
 	done
 }
 
+# cpu_table KIND TITLE SIZE...: the passive side's CPU of each run, with
+# the aim that the kernel helper's target spends no more than siw's, whose
+# data path is all in the kernel: what either spends is setting up.
+cpu_table() {
+	local kind=$1 s e
+
+	echo "$2"
+	printf '%10s %16s %16s %16s %16s %16s  %s\n' size in-process kernel-helper \
+		siw rxe TCP "aim: kernel helper's target <= siw's (+10 %)"
+	for s in "${@:3}"; do
+		printf '%10s' "$s"
+		for e in inprocess kernel siw rxe tcp; do
+			# shellcheck disable=SC2086 # "cpu wall"
+			printf ' %16s' "$(printf '%s/%s' ${cpu[$kind,$e,$s]})"
+		done
+		# shellcheck disable=SC2086 # "cpu wall"
+		printf '  %s\n' "$(awk -v k="${cpu[$kind,kernel,$s]%% *}" \
+			-v s="${cpu[$kind,siw,$s]%% *}" 'BEGIN {
+				if (k == "-" || s == "-") print "-"
+				else print k <= 1.1 * s ? "met" : "not met" }')"
+	done
+}
+
 echo "== swiw in the VM lab: guest $(uname -r), $(nproc) vCPUs, QEMU TCG =="
 # shellcheck disable=SC2086 # sizes are words
 table bw "ib_write_bw, BW average [MB/s]" ge $BW_SIZES
 # shellcheck disable=SC2086 # sizes are words
 table lat "ib_read_lat, t_typical [usec] (TCP: a round trip)" le $LAT_SIZES
+# shellcheck disable=SC2086 # sizes are words
+cpu_table bw "ib_write_bw, the target's (server's) CPU/wall [ms]" $BW_SIZES
+# shellcheck disable=SC2086 # sizes are words
+cpu_table lat "ib_read_lat, the target's (server's) CPU/wall [ms]" $LAT_SIZES
 bounded rdma link del siw0 && bounded rdma link del rxe0 || fail "rdma link del"
 lab_swiw_unload
