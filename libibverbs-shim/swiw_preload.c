@@ -298,6 +298,33 @@ SWIW_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 }
 
 /*
+ * A swiw channel's wait moves the engine from the waiting thread (one
+ * wake-up a message instead of the progress thread's and then this
+ * one's); libibverbs's own read then takes the record.
+ */
+SWIW_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel,
+				 struct ibv_cq **cq, void **cq_context)
+{
+	/* Threads of one program wait at once: an atomic, not REAL(). */
+	static __typeof__(ibv_get_cq_event) *real;
+	__typeof__(ibv_get_cq_event) *fn =
+		__atomic_load_n(&real, __ATOMIC_ACQUIRE);
+
+	if (channel && is_swiw_ctx(channel->context))
+		swiw->chan_wait(channel);
+	if (!fn) {
+		fn = (__typeof__(ibv_get_cq_event) *)swiw_real_sym(
+			"ibv_get_cq_event", "IBVERBS_1.1");
+		__atomic_store_n(&real, fn, __ATOMIC_RELEASE);
+	}
+	if (!fn) {
+		errno = ENOSYS;
+		return -1;
+	}
+	return fn(channel, cq, cq_context);
+}
+
+/*
  * The real import walks the device list and reads each device's sysfs
  * record, which swiw devices do not have; a swiw context has no command fd
  * to import anyway. Let it see kernel devices only.

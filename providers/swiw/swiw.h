@@ -163,6 +163,7 @@ struct swiw_qp {
 struct swiw_comp_channel {
 	struct ibv_comp_channel ibv_ch;
 	int wfd; /* write end of ibv_ch.fd: 8-byte CQ pointers */
+	unsigned long posted; /* records written, for a waiter to see */
 };
 
 static inline struct swiw_device *to_swiw_dev(struct ibv_device *d)
@@ -278,6 +279,7 @@ void swiw_engine_sq_posted(struct swiw_qp *qp);
 void swiw_engine_poll(void);
 void swiw_engine_polled(void);
 void swiw_engine_armed(void);
+void swiw_engine_chan_wait(struct swiw_comp_channel *ch);
 void swiw_engine_qp_access(struct swiw_qp *qp);
 
 /*
@@ -377,5 +379,6 @@ void swiw_post_async(struct swiw_context *ctx, enum ibv_event_type type,
 		     uint64_t element);
 struct ibv_comp_channel *swiw_create_comp_channel(struct ibv_context *ctx);
 int swiw_destroy_comp_channel(struct ibv_comp_channel *ch);
+void swiw_chan_wait(struct ibv_comp_channel *ch);
 
 #endif /* SWIW_H */

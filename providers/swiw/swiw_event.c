@@ -300,6 +300,22 @@ struct ibv_comp_channel *swiw_create_comp_channel(struct ibv_context *ctx)
 	return &ch->ibv_ch;
 }
 
+/*
+ * ibv_get_cq_event is about to read @ibch (the preload library calls this
+ * first): for a moment this thread runs the engine and looks for a record
+ * before the read sleeps (swiw_engine_chan_wait). A channel the program
+ * made non-blocking is its to poll, and the read answers at once.
+ */
+void swiw_chan_wait(struct ibv_comp_channel *ibch)
+{
+	int fl = fcntl(ibch->fd, F_GETFL);
+
+	if (fl < 0 || (fl & O_NONBLOCK))
+		return;
+	swiw_engine_chan_wait(
+		swiw_container_of(ibch, struct swiw_comp_channel, ibv_ch));
+}
+
 /* As libibverbs does: refused while a CQ still uses the channel. */
 int swiw_destroy_comp_channel(struct ibv_comp_channel *ibch)
 {

@@ -114,6 +114,7 @@ static const struct swiw_shim_iface shim_iface = {
 	.qp_lookup = swiw_conn_qp_lookup,
 	.cm_mark_ctx = swiw_cm_mark_ctx,
 	.cm_mark_qp = swiw_cm_mark_qp,
+	.chan_wait = swiw_chan_wait,
 };
 
 const struct swiw_shim_iface *swiw_shim_iface(void);

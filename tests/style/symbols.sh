@@ -27,6 +27,7 @@ exports=$(objdump -T "$prov" | awk '$4 != "*UND*" && $2 == "g" && $3 == "DF" { p
 
 want="IBVERBS_1.0 ibv_create_comp_channel
 IBVERBS_1.0 ibv_destroy_comp_channel
+IBVERBS_1.1 ibv_get_cq_event
 IBVERBS_1.1 ibv_get_device_guid
 IBVERBS_1.1 ibv_get_device_list
 IBVERBS_1.1 ibv_query_gid

@@ -66,6 +66,16 @@
  * thread reaps the graveyard, after handling its own epoll_wait(), as
  * above.
  *
+ * A program about to block in ibv_get_cq_event (the preload library's,
+ * which calls swiw_chan_wait first) looks for SWIW_ENG_SPIN_NS at its
+ * channel and the engine's sockets without sleeping, and does what comes
+ * itself (swiw_engine_chan_wait): a message that completes that soon
+ * wakes nobody, where it used to wake the thread and then the program.
+ * Meanwhile, and until SWIW_ENG_CHAN_NS after a look that found a record
+ * (the program comes back for the next one), the thread naps on the
+ * doorbell alone, as for a polling program; a look that gives up rings
+ * it, and the program sleeps in libibverbs's read() as ever.
+ *
  * A CQ, fed by many QPs and also reached by resize_cq, is produced into
  * under its own eng_lock.
  */
@@ -103,6 +113,11 @@
 #define SWIW_ENG_DIRECT_EVERY 4
 /* Naps the thread may find the lock taken before it waits for it. */
 #define SWIW_ENG_BUSY_NAPS 20
+/* A program whose look at its channel found a record this recently will
+ * look again (swiw_engine_chan_wait): the thread leaves the sockets to it,
+ * and naps no longer than SWIW_ENG_CHAN_NAP_NS meanwhile. */
+#define SWIW_ENG_CHAN_NS 200000
+#define SWIW_ENG_CHAN_NAP_NS 200000
 
 static pthread_mutex_t eng_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned long eng_owner; /* pthread_self() of the holder, or 0 */
@@ -123,6 +138,11 @@ static unsigned int eng_polls; /* under the lock: swiw_engine_poll's count */
 static bool eng_poll_wanted; /* a poller found the lock taken */
 static uint64_t last_empty_ns; /* when a poll last found its CQ empty */
 static uint64_t last_arm_ns; /* when a CQ was last armed */
+/* Threads blocked in ibv_get_cq_event that move the engine meanwhile
+ * (swiw_engine_chan_wait), and when one last left it. */
+static unsigned int eng_chan_waiters;
+static uint64_t last_chan_ns;
+static bool chan_waiter(uint64_t now);
 /* The earliest deadline set under the lock by the holder (0: none). */
 static uint64_t eng_new_due_ns;
 
@@ -357,6 +377,22 @@ static void wake_for_timers(int t)
 }
 
 /*
+ * An application thread that ran the engine lets go: if it handled events
+ * (@moved), the thread, about to sleep or asleep, learns of any deadline
+ * they set.
+ */
+static void poller_unlock(bool moved)
+{
+	int t = moved ? eng_timeout_ms() : -1;
+
+	if (moved)
+		__atomic_store_n(&eng_poll_gen, eng_poll_gen + 1,
+				 __ATOMIC_SEQ_CST);
+	swiw_eng_unlock();
+	wake_for_timers(t);
+}
+
+/*
  * Poll mode: an application thread found its CQ empty. Run the engine
  * once if it is free. The epoll_wait() is under the lock, so no stream
  * it names can be freed before its events are handled.
@@ -366,7 +402,7 @@ void swiw_engine_poll(void)
 	struct epoll_event evs[64];
 	bool moved = false;
 	uint64_t now;
-	int n, t;
+	int n;
 
 	if (!eng_poll_mode || !__atomic_load_n(&eng_started, __ATOMIC_ACQUIRE))
 		return;
@@ -385,12 +421,7 @@ void swiw_engine_poll(void)
 		n = epoll_wait(eng_epfd, evs, 64, 0);
 		eng_events(evs, n, false);
 	}
-	t = n > 0 ? eng_timeout_ms() : -1;
-	if (n > 0)
-		__atomic_store_n(&eng_poll_gen, eng_poll_gen + 1,
-				 __ATOMIC_SEQ_CST);
-	swiw_eng_unlock();
-	wake_for_timers(t);
+	poller_unlock(n > 0);
 }
 
 /*
@@ -416,11 +447,79 @@ void swiw_engine_polled(void)
  */
 void swiw_engine_armed(void)
 {
+	uint64_t now;
+
 	if (!eng_poll_mode)
 		return;
-	__atomic_store_n(&last_arm_ns, now_ns(), __ATOMIC_RELAXED);
-	if (__atomic_load_n(&thread_long_nap, __ATOMIC_SEQ_CST))
+	now = now_ns();
+	__atomic_store_n(&last_arm_ns, now, __ATOMIC_RELAXED);
+	/* One that waits on its channel from its own thread (it did so
+	 * just now) moves the engine there: no bell for the thread. */
+	if (!chan_waiter(now) &&
+	    __atomic_load_n(&thread_long_nap, __ATOMIC_SEQ_CST))
 		swiw_eng_doorbell();
+}
+
+/*
+ * Poll mode: the program is about to block in ibv_get_cq_event on @ch.
+ * For SWIW_ENG_SPIN_NS its thread looks at @ch and at the engine's epoll
+ * set without sleeping, and does the engine's work itself when the lock
+ * is free; it returns as soon as @ch has a record (libibverbs's read then
+ * takes it), or when the time is up, and then the read sleeps and the
+ * thread serves the sockets as before. Nothing here sleeps and no
+ * cancellation point is reached: cancellation is off throughout, and a
+ * program that cancels a thread blocked in ibv_get_cq_event (rping does on
+ * an error path) has it acted on in libibverbs's read.
+ */
+void swiw_engine_chan_wait(struct swiw_comp_channel *ch)
+{
+	struct epoll_event evs[64];
+	struct pollfd p[2] = { { .fd = ch->ibv_ch.fd, .events = POLLIN },
+			       { .fd = eng_epfd, .events = POLLIN } };
+	struct timespec zero = { 0 };
+	bool bell_only = false, got = false;
+	uint64_t until;
+	unsigned long posted;
+	int n, i, real, cancel;
+
+	if (!eng_poll_mode || !__atomic_load_n(&eng_started, __ATOMIC_ACQUIRE))
+		return;
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
+	__atomic_fetch_add(&eng_chan_waiters, 1, __ATOMIC_SEQ_CST);
+	until = now_ns() + SWIW_ENG_SPIN_NS;
+	do {
+		/* Only the doorbell was ready: it is the thread's to drain;
+		 * look at the channel alone meanwhile. */
+		n = ppoll(p, bell_only ? 1 : 2, &zero, NULL);
+		if (n > 0 && p[0].revents) {
+			got = true; /* a record, or an error the read reports */
+			break;
+		}
+		if (n <= 0 || bell_only || !(p[1].revents & POLLIN) ||
+		    !eng_trylock())
+			continue;
+		posted = __atomic_load_n(&ch->posted, __ATOMIC_ACQUIRE);
+		n = epoll_wait(eng_epfd, evs, 64, 0);
+		for (i = 0, real = 0; i < n; i++)
+			if (evs[i].data.ptr != &doorbell_tag)
+				real++;
+		eng_events(evs, n, false);
+		poller_unlock(real > 0);
+		/* The events wrote a record to this channel: the read has
+		 * it, no second look at the pipe needed. */
+		if (__atomic_load_n(&ch->posted, __ATOMIC_ACQUIRE) != posted) {
+			got = true;
+			break;
+		}
+		bell_only = n > 0 && !real;
+	} while (now_ns() < until);
+	/* Found: the program comes back for the next one soon. Not: it
+	 * sleeps in read(), and the sockets are the thread's again now. */
+	__atomic_store_n(&last_chan_ns, got ? now_ns() : 0, __ATOMIC_SEQ_CST);
+	__atomic_fetch_sub(&eng_chan_waiters, 1, __ATOMIC_SEQ_CST);
+	if (!got && __atomic_load_n(&thread_long_nap, __ATOMIC_SEQ_CST))
+		swiw_eng_doorbell();
+	pthread_setcancelstate(cancel, NULL);
 }
 
 /*
@@ -428,13 +527,13 @@ void swiw_engine_armed(void)
  * ends it early (swiw_engine_armed, a verb's ring), never a socket, whose
  * data the program takes itself.
  */
-static void bell_nap(uint64_t ns)
+static void bell_nap(uint64_t ns, bool bell)
 {
 	struct timespec ts = { (time_t)(ns / 1000000000u),
 			       (long)(ns % 1000000000u) };
 	struct pollfd pfd = { .fd = eng_evfd, .events = POLLIN };
 
-	if (ns <= SWIW_ENG_NAP_NS) {
+	if (ns <= SWIW_ENG_NAP_NS && !bell) {
 		nanosleep(&ts, NULL);
 		return;
 	}
@@ -508,6 +607,22 @@ static bool app_polled(uint64_t now)
 	return app_drove(now, SWIW_ENG_POLLED_NS);
 }
 
+/* A program thread waits on a completion channel, moving the engine. */
+static bool chan_waits(void)
+{
+	return __atomic_load_n(&eng_chan_waiters, __ATOMIC_SEQ_CST) != 0;
+}
+
+/*
+ * Poll mode: a program waits on its channels from its own thread, now or
+ * between two waits (it left one within SWIW_ENG_CHAN_NS of @now).
+ */
+static bool chan_waiter(uint64_t now)
+{
+	return eng_poll_mode &&
+	       (chan_waits() || within(&last_chan_ns, now, SWIW_ENG_CHAN_NS));
+}
+
 /* Poll mode: the program's last poll found completions. */
 static bool app_took_last(void)
 {
@@ -531,12 +646,12 @@ static void *eng_main(void *arg)
 	for (;;) {
 		bool work;
 
-		if (app_polling(woke)) {
+		if (app_polling(woke) || chan_waiter(woke)) {
 			/* Timers and dials still run, at nap granularity. */
 			struct timespec nap = { 0, SWIW_ENG_NAP_NS };
 
 			n = 0;
-			if (!app_waits(woke)) {
+			if (!chan_waiter(woke) && !app_waits(woke)) {
 				/* It took completions and has not polled an
 				 * empty CQ since: it may be spinning on memory
 				 * (ib_write_lat) for what the thread must
@@ -554,9 +669,15 @@ static void *eng_main(void *arg)
 					nanosleep(&nap, NULL);
 				n = 0;
 			} else {
-				bell_nap(nap_ns);
+				/* A look that gives up rings: short naps too
+				 * end on the bell while a program looks. */
+				bell_nap(nap_ns, chan_waiter(woke));
 				woke = now_ns();
-				if (app_polling(woke) && app_waits(woke)) {
+				if (chan_waiter(woke)) {
+					if (nap_ns < SWIW_ENG_CHAN_NAP_NS)
+						nap_ns *= 2;
+				} else if (app_polling(woke) &&
+					   app_waits(woke)) {
 					if (nap_ns < SWIW_ENG_NAP_MAX_NS)
 						nap_ns *= 2;
 				} else {
@@ -673,6 +794,7 @@ static void cq_notify(struct swiw_cq *cq, const struct swiw_cqe *e)
 {
 	struct ibv_comp_channel *ch = cq->vcq.cq.channel;
 	uint64_t rec = (uintptr_t)&cq->vcq.cq;
+	struct swiw_comp_channel *sch;
 	uint32_t armed;
 
 	if (!ch)
@@ -687,9 +809,11 @@ static void cq_notify(struct swiw_cq *cq, const struct swiw_cqe *e)
 					 SWIW_NOTIFY_NOT, false,
 					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 		return;
-	if (write(swiw_container_of(ch, struct swiw_comp_channel, ibv_ch)->wfd,
-		  &rec, sizeof(rec)) != sizeof(rec))
+	sch = swiw_container_of(ch, struct swiw_comp_channel, ibv_ch);
+	if (write(sch->wfd, &rec, sizeof(rec)) != sizeof(rec))
 		swiw_warn("completion channel full: a CQ event was lost");
+	else
+		__atomic_fetch_add(&sch->posted, 1, __ATOMIC_RELEASE);
 }
 
 /*
