@@ -142,6 +142,7 @@ static uint64_t last_arm_ns; /* when a CQ was last armed */
  * (swiw_engine_chan_wait), and when one last left it. */
 static unsigned int eng_chan_waiters;
 static uint64_t last_chan_ns;
+static uint64_t last_look_ns; /* when a look last began */
 static bool chan_waiter(uint64_t now);
 /* The earliest deadline set under the lock by the holder (0: none). */
 static uint64_t eng_new_due_ns;
@@ -487,6 +488,8 @@ void swiw_engine_chan_wait(struct swiw_comp_channel *ch)
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
 	__atomic_fetch_add(&eng_chan_waiters, 1, __ATOMIC_SEQ_CST);
 	until = now_ns() + SWIW_ENG_SPIN_NS;
+	__atomic_store_n(&last_look_ns, until - SWIW_ENG_SPIN_NS,
+			 __ATOMIC_RELAXED);
 	do {
 		/* Only the doorbell was ready: it is the thread's to drain;
 		 * look at the channel alone meanwhile. */
@@ -702,7 +705,12 @@ static void *eng_main(void *arg)
 			 * takes it itself, or may be spinning on memory
 			 * (it took completions and arms no CQ) on the CPU
 			 * we may share. */
+			/* Nor for a program that looks at its channel
+			 * itself: spinning on the CPU it may share would
+			 * keep its next look from running (a pinned
+			 * ib_send_lat -e fell into 75 us a message). */
 			if (now < spin_until && !app_polled(now) &&
+			    !within(&last_look_ns, now, SWIW_ENG_POLLED_NS) &&
 			    (!app_took_last() || app_armed(now)))
 				wait_ms = 0;
 			__atomic_store_n(&thread_wake_ns,
