@@ -138,11 +138,11 @@ static unsigned int eng_polls; /* under the lock: swiw_engine_poll's count */
 static bool eng_poll_wanted; /* a poller found the lock taken */
 static uint64_t last_empty_ns; /* when a poll last found its CQ empty */
 static uint64_t last_arm_ns; /* when a CQ was last armed */
-/* Threads blocked in ibv_get_cq_event that move the engine meanwhile
- * (swiw_engine_chan_wait), and when one last left it. */
+/* Threads in a look at their channel (swiw_engine_chan_wait), when a look
+ * last found a record (0 after one that gave up), and when one began. */
 static unsigned int eng_chan_waiters;
 static uint64_t last_chan_ns;
-static uint64_t last_look_ns; /* when a look last began */
+static uint64_t last_look_ns;
 static bool chan_waiter(uint64_t now);
 /* The earliest deadline set under the lock by the holder (0: none). */
 static uint64_t eng_new_due_ns;
@@ -454,8 +454,8 @@ void swiw_engine_armed(void)
 		return;
 	now = now_ns();
 	__atomic_store_n(&last_arm_ns, now, __ATOMIC_RELAXED);
-	/* One that waits on its channel from its own thread (it did so
-	 * just now) moves the engine there: no bell for the thread. */
+	/* One that looks at its channel from its own thread (a look
+	 * found a record just now) moves the engine there: no bell. */
 	if (!chan_waiter(now) &&
 	    __atomic_load_n(&thread_long_nap, __ATOMIC_SEQ_CST))
 		swiw_eng_doorbell();
@@ -487,9 +487,9 @@ void swiw_engine_chan_wait(struct swiw_comp_channel *ch)
 		return;
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
 	__atomic_fetch_add(&eng_chan_waiters, 1, __ATOMIC_SEQ_CST);
-	until = now_ns() + SWIW_ENG_SPIN_NS;
-	__atomic_store_n(&last_look_ns, until - SWIW_ENG_SPIN_NS,
-			 __ATOMIC_RELAXED);
+	until = now_ns();
+	__atomic_store_n(&last_look_ns, until, __ATOMIC_RELAXED);
+	until += SWIW_ENG_SPIN_NS;
 	do {
 		/* Only the doorbell was ready: it is the thread's to drain;
 		 * look at the channel alone meanwhile. */
@@ -610,15 +610,15 @@ static bool app_polled(uint64_t now)
 	return app_drove(now, SWIW_ENG_POLLED_NS);
 }
 
-/* A program thread waits on a completion channel, moving the engine. */
+/* A program thread is in a look at its channel, moving the engine. */
 static bool chan_waits(void)
 {
 	return __atomic_load_n(&eng_chan_waiters, __ATOMIC_SEQ_CST) != 0;
 }
 
 /*
- * Poll mode: a program waits on its channels from its own thread, now or
- * between two waits (it left one within SWIW_ENG_CHAN_NS of @now).
+ * Poll mode: a program looks at its channel from its own thread now, or
+ * is between two looks (one found a record within SWIW_ENG_CHAN_NS).
  */
 static bool chan_waiter(uint64_t now)
 {
