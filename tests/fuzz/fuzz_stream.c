@@ -20,6 +20,7 @@
 #include "swiw_term.h"
 
 #define STAGE_LEN SWIW_LOWER_STAGE_MIN
+#define DIRECT_MIN 1024
 
 struct count {
 	u32 rqe_events;
@@ -101,6 +102,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	e.cfg.stage = stage;
 	e.cfg.stage_len = STAGE_LEN;
+	/* Small enough for the corpus's inputs to reach direct placement. */
+	e.cfg.direct_min = DIRECT_MIN;
 	env_reg(&e, 0x1000, 65536,
 		SWIW_ACC_LOCAL_WRITE | SWIW_ACC_REMOTE_WRITE |
 			SWIW_ACC_REMOTE_READ | SWIW_ACC_REMOTE_ATOMIC);

@@ -54,6 +54,7 @@ struct env {
 	const u8 *rx_data;
 	size_t rx_len, rx_off;
 	u32 rx_seed, rx_calls;
+	u32 rx_direct; /* reads into place: a destination's pieces, then the stage */
 };
 
 static inline struct env_region *env_find(struct env *e, u32 stag)
@@ -224,6 +225,8 @@ static long env_recv(void *ctx, const struct swiw_iov *iov, u32 n)
 		v[i].iov_base = (void *)iov[i].base;
 		v[i].iov_len = iov[i].len;
 	}
+	if (n > 1)
+		e->rx_direct++;
 	if (e->fd >= 0) {
 		r = recvmsg(e->fd, &mh, MSG_DONTWAIT);
 		if (r < 0)

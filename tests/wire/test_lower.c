@@ -1571,16 +1571,19 @@ static void test_send_inval_local(void **state)
 
 /*
  * A new pair whose B reads its socket in pull mode into @stage (64 KiB),
- * @len octets registered at 0x100000 on each side: A's source *@src,
- * filled, and B's remotely writable *@dst.
+ * payload runs of @direct_min octets straight into place (0: the
+ * default), @len octets registered at 0x100000 on each side: A's source
+ * *@src, filled, and B's remotely writable *@dst.
  */
-static void pull_pair(bool crc, u8 *stage, u32 len, u32 *src, u32 *dst)
+static void pull_pair(bool crc, u8 *stage, u32 direct_min, u32 len, u32 *src,
+		      u32 *dst)
 {
 	assert_non_null(stage);
 	pair_new(&(struct opts){ .crc = crc });
 	swiw_lower_fini(B->e.l);
 	B->e.cfg.stage = stage;
 	B->e.cfg.stage_len = 65536;
+	B->e.cfg.direct_min = direct_min;
 	assert_int_equal(swiw_lower_init(B->e.l, &B->e.cfg, &env_ops, &B->e),
 			 0);
 	B->pull = true;
@@ -1602,7 +1605,9 @@ static void test_pull(void **state)
 	int i, rounds;
 
 	(void)state;
-	pull_pair(true, stage, LEN, &src, &dst);
+	/* Runs of 2 KiB in place: the 16000-octet segments go both ways,
+	 * straight in and (their short ends) through the stage. */
+	pull_pair(true, stage, 2048, LEN, &src, &dst);
 	rq = env_reg(&B->e, 0x900000, 65536, SWIW_ACC_LOCAL_WRITE);
 	for (i = 0; i < 30; i++)
 		post_rqe1(B, (u64)i, rq, 0x900000 + 1000 * (u64)i, 1000);
@@ -1630,6 +1635,44 @@ static void test_pull(void **state)
 		swiw_lower_doorbell(B->e.l);
 	}
 	assert_memory_equal(mem(B, dst), mem(A, src), LEN);
+	assert_true(B->e.rx_direct > 0);
+	free(stage);
+}
+
+/* Drives A's Write of @len in @seg-octet segments into B, pull mode. */
+static void pull_write(u32 src, u32 dst, u32 len, u32 seg)
+{
+	int i;
+
+	do_write(A, dst, 0x100000, len, src, 0x100000, seg, 1);
+	for (i = 0; i < 20000; i++) {
+		pump();
+		if (!memcmp(mem(B, dst), mem(A, src), len))
+			break;
+	}
+	assert_memory_equal(mem(B, dst), mem(A, src), len);
+}
+
+/*
+ * The default: a segment under SWIW_LOWER_DIRECT_MIN is copied out of the
+ * stage (one read for it and what follows beats two), one above it read
+ * straight into place.
+ */
+static void test_pull_direct_min(void **state)
+{
+	enum {
+		LEN = 200000
+	};
+	u8 *stage = malloc(65536);
+	u32 src, dst;
+
+	(void)state;
+	pull_pair(false, stage, 0, LEN, &src, &dst);
+	pull_write(src, dst, LEN, SWIW_LOWER_DIRECT_MIN / 2);
+	assert_int_equal(B->e.rx_direct, 0);
+	memset(mem(B, dst), 0, LEN);
+	pull_write(src, dst, LEN, 60000);
+	assert_true(B->e.rx_direct > 0);
 	free(stage);
 }
 
@@ -1656,7 +1699,7 @@ static void test_pull_bound(void **state)
 	int i;
 
 	(void)state;
-	pull_pair(false, stage, LEN, &src, &dst);
+	pull_pair(false, stage, 2048, LEN, &src, &dst);
 	/* One small Write: the first reads take it all, the next is short. */
 	do_write(A, dst, 0x100000, 100, src, 0x100000, 16000, 1);
 	swiw_lower_tx(A->e.l);
@@ -1756,6 +1799,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_send_inval_local, teardown),
 		cmocka_unit_test_teardown(test_pull, teardown),
 		cmocka_unit_test_teardown(test_pull_bound, teardown),
+		cmocka_unit_test_teardown(test_pull_direct_min, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -56,6 +56,8 @@ int swiw_lower_init(struct swiw_lower *l, const struct swiw_lower_cfg *cfg,
 	l->cfg = *cfg;
 	l->cfg.ird = SWIW_MIN(cfg->ird, (u32)SWIW_MAX_IRD);
 	l->cfg.mulpdu = SWIW_MIN(cfg->mulpdu, (u32)MPA_MAX_ULPDU_LEN);
+	if (!cfg->direct_min)
+		l->cfg.direct_min = SWIW_LOWER_DIRECT_MIN;
 	l->cfg.qp_access &= SWIW_ACC_REMOTE_WRITE | SWIW_ACC_REMOTE_READ |
 			    SWIW_ACC_REMOTE_ATOMIC;
 	l->tx_take = cfg->tx.pos;

@@ -115,6 +115,9 @@ struct swiw_lower_cfg {
 	/* Pull-mode receive: where octets wait that are not yet placed. */
 	u8 *stage;
 	u32 stage_len; /* at least SWIW_LOWER_STAGE_MIN */
+	/* A payload run this long is read straight into place rather than
+	 * through the stage (0: SWIW_LOWER_DIRECT_MIN). */
+	u32 direct_min;
 };
 
 /* A response of ours to a Read or Atomic Request, waiting its turn. */
@@ -171,8 +174,12 @@ struct swiw_lower_rqe {
 /* Events that found no room (at most a SENT failure and the end of
  * reception), posted at the next doorbell. */
 #define SWIW_LOWER_PEND 4
-/* Pull-mode receive: a payload run this long goes straight into place. */
-#define SWIW_LOWER_DIRECT_MIN 2048
+/*
+ * Pull-mode receive: a payload run this long goes straight into place.
+ * Below it a second read costs more than the copy out of the stage: one
+ * recvmsg() on loopback is worth a copy of some 16 KiB.
+ */
+#define SWIW_LOWER_DIRECT_MIN 16384
 /* What is read behind such a run: pad, CRC, and the next FPDU's head. */
 #define SWIW_LOWER_RX_TAIL (8 + SWIW_FPDU_PEEK_MAX)
 #define SWIW_LOWER_STAGE_MIN 4096
@@ -289,7 +296,7 @@ int swiw_lower_rx(struct swiw_lower *l, const void *data, size_t len,
  * Pull-mode receive (cfg.stage and ops->recv given): reads from the
  * transport and feeds what it read, at most @reads reads, until nothing
  * is waiting or reception stops as with swiw_lower_rx(). A payload run of
- * SWIW_LOWER_DIRECT_MIN octets or more is read straight into its
+ * cfg.direct_min octets or more is read straight into its
  * destination, with the FPDU's trailer and the next head behind it in
  * the same read. The transport's end is reported as by
  * swiw_lower_rx_closed(). Returns 1 if @reads ran out (octets may still

@@ -243,7 +243,7 @@ static void on_hdr(struct swiw_lower *l)
 	const u8 *h = swiw_fpdu_rx_hdr(&l->frx, &hl);
 	int rc;
 
-	if (ulen >= SWIW_LOWER_DIRECT_MIN)
+	if (ulen >= l->cfg.direct_min)
 		l->rx_small_run = 0;
 	else if (l->rx_small_run < RX_SMALL_RUN)
 		l->rx_small_run++;
@@ -507,9 +507,8 @@ static u32 direct_map(struct swiw_lower *l, const struct swiw_fpdu_rx_step *st,
 	u32 n = 0, i, c, m;
 
 	*len = 0;
-	if (st->kind != SWIW_FPDU_RX_PAYLOAD ||
-	    st->len < SWIW_LOWER_DIRECT_MIN || !l->seg_ok ||
-	    d->action != SWIW_DDP_PLACE || !d->handle ||
+	if (st->kind != SWIW_FPDU_RX_PAYLOAD || st->len < l->cfg.direct_min ||
+	    !l->seg_ok || d->action != SWIW_DDP_PLACE || !d->handle ||
 	    st->off < l->seg.hdr_len)
 		return 0;
 	k = st->off - l->seg.hdr_len;
@@ -540,7 +539,7 @@ static u32 direct_map(struct swiw_lower *l, const struct swiw_fpdu_rx_step *st,
 		want -= c;
 		off = 0;
 	}
-	return *len >= SWIW_LOWER_DIRECT_MIN ? n : 0;
+	return *len >= l->cfg.direct_min ? n : 0;
 }
 
 int swiw_lower_rx_pull(struct swiw_lower *l, u32 reads)
