@@ -250,7 +250,7 @@ static int next_sqe(struct swiw_stream *s)
 {
 	struct swiw_qp *qp = s->qp;
 	const struct swiw_sqe *sqe;
-	struct swiw_rdmap_msg m = { 0 };
+	struct swiw_rdmap_msg m;
 	struct infl *w;
 	uint64_t total = 0;
 	bool ok = true;
@@ -258,6 +258,10 @@ static int next_sqe(struct swiw_stream *s)
 
 	sqe = swiw_ring_cons_slot(&qp->sq_eng);
 	if (!sqe) {
+		/* Still armed from an earlier look: no post_send has taken
+		 * the arm since, so the next one rings; no RMW again. */
+		if (__atomic_load_n(&qp->sq_armed, __ATOMIC_ACQUIRE))
+			return 0;
 		/* Arm with an RMW: ordered against post_send's exchange
 		 * on the same word, so either we see its SQE now or it
 		 * sees the arm and rings (swiw_engine_sq_posted). */
@@ -267,6 +271,7 @@ static int next_sqe(struct swiw_stream *s)
 			return 0;
 		__atomic_store_n(&qp->sq_armed, 0, __ATOMIC_RELAXED);
 	}
+	memset(&m, 0, sizeof(m));
 	op = sqe->opcode;
 	/* A fenced WR waits for every READ and atomic before it. */
 	if ((sqe->flags & SWIW_WQE_FENCE) && s->rd_head != s->rd_tail)

@@ -324,13 +324,15 @@ void swiw_conn_run(void)
 /* How long the engine may sleep for the dialers: -1 for ever. */
 int swiw_conn_timeout_ms(void)
 {
-	uint64_t now = swiw_broker_now_ms(), due, best = UINT64_MAX;
+	uint64_t now = 0, due, best = UINT64_MAX;
 	struct swiw_qp *qp;
 
 	swiw_eng_assert_held();
 	for (qp = conn_qps; qp; qp = qp->conn_next) {
 		if (!qp->dialing)
 			continue;
+		if (!now) /* no clock read while nothing dials */
+			now = swiw_broker_now_ms();
 		/* A connect in flight is polled, not waited for. */
 		due = swiw_broker_dial_fd(&qp->dial) >= 0 ?
 			      now + 1 :

@@ -277,14 +277,20 @@ int swiw_streams_timers(void)
 {
 	struct swiw_stream *s;
 	struct timespec ts;
-	uint64_t now, best = UINT64_MAX;
+	uint64_t now = 0, best = UINT64_MAX;
 
 	swiw_eng_assert_held();
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 	for (s = streams; s; s = s->next) {
-		if (s->failed || s->dead)
+		if (s->failed || s->dead ||
+		    !((s->setup && s->setup->mpa_due_ns) || s->eof_due_ns))
 			continue;
+		/* The clock only for a stream with a deadline: this runs at
+		 * the end of every poll that moved something. */
+		if (!now) {
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			now = (uint64_t)ts.tv_sec * 1000000000u +
+			      (uint64_t)ts.tv_nsec;
+		}
 		if (s->setup && swiw_setup_timer(s, now, &best))
 			continue;
 		if (!s->eof_due_ns)
