@@ -442,10 +442,15 @@ figure() {
 }
 
 # figure_try KEY FIELD: as figure, but only says (by its status) whether
-# there was one.
+# there was one. The first field is the size, the second a count:
+# fi_pingpong writes them in units of 1024 (1k, 64k, 1m).
 figure_try() {
 	VALUE=$(awk -v k="$1" -v f="$2" '
-		$1 == k && $2 ~ /^[0-9]+$/ && $f ~ /^[0-9]+(\.[0-9]+)?$/ { v = $f }
+		function n(x) {
+			if (x !~ /^[0-9]+[kmg]?$/) return -1
+			return x * (x ~ /k$/ ? 1024 : x ~ /m$/ ? 1048576 : x ~ /g$/ ? 1073741824 : 1)
+		}
+		($1 == k || n($1) == k) && n($2) >= 0 && $f ~ /^[0-9]+(\.[0-9]+)?$/ { v = $f }
 		END { if (v != "") print v }' "$T_TMP/cli.out")
 	[ -n "$VALUE" ]
 }

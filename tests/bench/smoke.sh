@@ -64,18 +64,21 @@ out_has "^verdict: "
 pass "event mode, Write with Immediate, Read and atomics: a table each, with the aims"
 
 # --peers: libfabric's and UCX's ratios beside swiw's where they have the
-# operation, "-" where not, and whether swiw is ahead of both.
-run bash "$BENCH" --build "$SWIW_BUILD" -n 20 -t send_lat,send_lat_ev,write_bw --peers \
-	--lat-sizes 1 --bw-sizes 4K --csv "$T_TMP/peers.csv" --timeout 30
+# operation, "-" where not, and whether swiw is ahead of both. 1000 runs
+# of 1 KiB: fi_pingpong then writes count and size as "1k", as in a real run.
+run bash "$BENCH" --build "$SWIW_BUILD" -n 1000 -t send_lat,send_lat_ev,write_bw --peers \
+	--lat-sizes 1,1K --bw-sizes 4K --csv "$T_TMP/peers.csv" --timeout 30
 assert_ok "perf_vs_tcp.sh --peers"
 out_has "^ +bytes +swiw +TCP +swiw/TCP +fi/TCP +UCX/TCP +aim +peers\$"
 out_has "^ +1 +$NUM +$NUM +${NUM}x +${NUM}x +${NUM}x +<=1\.2x (MET|MISSED) +(AHEAD|BEHIND)\$" \
 	"send_lat with both peers"
+out_has "^ +1024 +$NUM +$NUM +${NUM}x +${NUM}x +${NUM}x +<=1\.2x (MET|MISSED) +(AHEAD|BEHIND)\$" \
+	"send_lat 1 KiB with both peers (fi_pingpong's 1k)"
 out_has "^ +1 +$NUM +$NUM +${NUM}x +- +- +<=1\.1x (MET|MISSED) +-\$" \
 	"event mode, which neither peer runs"
 out_has "^ +4096 +$NUM +$NUM +${NUM}x +- +${NUM}x +>=0\.7x (MET|MISSED) +(AHEAD|BEHIND)\$" \
 	"write_bw with UCX only"
-out_has "^peers: swiw ahead of libfabric tcp and UCX tcp in (all 2 cells|[01] of 2 cells; BEHIND: ib_.*)\$"
+out_has "^peers: swiw ahead of libfabric tcp and UCX tcp in (all 3 cells|[0-2] of 3 cells; BEHIND: ib_.*)\$"
 assert_eq "$(head -1 "$T_TMP/peers.csv")" "test,bytes,metric,unit,swiw,tcp,ratio,aim,met,libfabric,ucx" \
 	"CSV header with the peers"
 assert_has "$(cat "$T_TMP/peers.csv")" "^ib_send_lat,1,t_typical,usec,$NUM,$NUM,[0-9.]+,<= 1\.2,(MET|MISSED),$NUM,$NUM\$" \
