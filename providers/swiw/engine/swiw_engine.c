@@ -240,14 +240,6 @@ void swiw_eng_doorbell(void)
 		swiw_warn("engine doorbell: %s", strerror(errno));
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* Takes the engine lock only if it is free; true if taken. */
 static bool eng_trylock(void)
 {
@@ -373,7 +365,7 @@ static void wake_for_timers(int t)
 {
 	uint64_t wake = __atomic_load_n(&thread_wake_ns, __ATOMIC_SEQ_CST);
 
-	if (t >= 0 && now_ns() + (uint64_t)t * 1000000u < wake)
+	if (t >= 0 && swiw_eng_now_ns() + (uint64_t)t * 1000000u < wake)
 		swiw_eng_doorbell();
 }
 
@@ -407,7 +399,7 @@ void swiw_engine_poll(void)
 
 	if (!eng_poll_mode || !__atomic_load_n(&eng_started, __ATOMIC_ACQUIRE))
 		return;
-	now = now_ns();
+	now = swiw_eng_now_ns();
 	__atomic_store_n(&last_poll_ns, now, __ATOMIC_RELAXED);
 	__atomic_store_n(&last_empty_ns, now, __ATOMIC_RELAXED);
 	if (!eng_trylock()) {
@@ -439,7 +431,8 @@ bool swiw_eng_poller_waits(void)
 void swiw_engine_polled(void)
 {
 	if (eng_poll_mode)
-		__atomic_store_n(&last_poll_ns, now_ns(), __ATOMIC_RELAXED);
+		__atomic_store_n(&last_poll_ns, swiw_eng_now_ns(),
+				 __ATOMIC_RELAXED);
 }
 
 /*
@@ -452,7 +445,7 @@ void swiw_engine_armed(void)
 
 	if (!eng_poll_mode)
 		return;
-	now = now_ns();
+	now = swiw_eng_now_ns();
 	__atomic_store_n(&last_arm_ns, now, __ATOMIC_RELAXED);
 	/* One that looks at its channel from its own thread (a look
 	 * found a record just now) moves the engine there: no bell. */
@@ -487,7 +480,7 @@ void swiw_engine_chan_wait(struct swiw_comp_channel *ch)
 		return;
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
 	__atomic_fetch_add(&eng_chan_waiters, 1, __ATOMIC_SEQ_CST);
-	until = now_ns();
+	until = swiw_eng_now_ns();
 	__atomic_store_n(&last_look_ns, until, __ATOMIC_RELAXED);
 	until += SWIW_ENG_SPIN_NS;
 	do {
@@ -515,10 +508,11 @@ void swiw_engine_chan_wait(struct swiw_comp_channel *ch)
 			break;
 		}
 		bell_only = n > 0 && !real;
-	} while (now_ns() < until);
+	} while (swiw_eng_now_ns() < until);
 	/* Found: the program comes back for the next one soon. Not: it
 	 * sleeps in read(), and the sockets are the thread's again now. */
-	__atomic_store_n(&last_chan_ns, got ? now_ns() : 0, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&last_chan_ns, got ? swiw_eng_now_ns() : 0,
+			 __ATOMIC_SEQ_CST);
 	__atomic_fetch_sub(&eng_chan_waiters, 1, __ATOMIC_SEQ_CST);
 	if (!got && __atomic_load_n(&thread_long_nap, __ATOMIC_SEQ_CST))
 		swiw_eng_doorbell();
@@ -661,7 +655,7 @@ static void *eng_main(void *arg)
 				 * place. Nap on the sockets; what comes while
 				 * it still has not polled is the thread's. */
 				n = epoll_pwait2(eng_epfd, evs, 64, &nap, NULL);
-				woke = now_ns();
+				woke = swiw_eng_now_ns();
 				if (n > 0 && app_waits(woke))
 					continue; /* its own poll takes them */
 				if (n > 0 && thread_trylock()) {
@@ -675,7 +669,7 @@ static void *eng_main(void *arg)
 				/* A look that gives up rings: short naps too
 				 * end on the bell while a program looks. */
 				bell_nap(nap_ns, chan_waiter(woke));
-				woke = now_ns();
+				woke = swiw_eng_now_ns();
 				if (chan_waiter(woke)) {
 					if (nap_ns < SWIW_ENG_CHAN_NAP_NS)
 						nap_ns *= 2;
@@ -698,7 +692,7 @@ static void *eng_main(void *arg)
 				continue;
 			busy_naps = 0;
 		} else {
-			uint64_t now = now_ns();
+			uint64_t now = swiw_eng_now_ns();
 
 			nap_ns = SWIW_ENG_NAP_NS;
 			/* Spin for what comes next, unless the program
@@ -725,7 +719,7 @@ static void *eng_main(void *arg)
 			    seen_gen)
 				wait_ms = 0;
 			n = epoll_wait(eng_epfd, evs, 64, wait_ms);
-			woke = now_ns();
+			woke = swiw_eng_now_ns();
 			__atomic_store_n(&thread_wake_ns, 0, __ATOMIC_RELAXED);
 			/* Woken with the program that drives the engine: its
 			 * own epoll_wait() reports the same events (level
@@ -752,7 +746,7 @@ locked:
 		seen_gen = eng_poll_gen;
 		swiw_eng_unlock();
 		if (work)
-			spin_until = now_ns() + SWIW_ENG_SPIN_NS;
+			spin_until = swiw_eng_now_ns() + SWIW_ENG_SPIN_NS;
 	}
 	return NULL;
 }

@@ -233,7 +233,6 @@ static bool bk_rejected(struct swiw_stream *s)
 static void mpa_deadline(struct swiw_stream *s)
 {
 	enum swiw_mpa_deadline dl;
-	struct timespec ts;
 	uint32_t ms = 0;
 
 	dl = s->failed || !s->setup->mpa_phase ?
@@ -246,9 +245,7 @@ static void mpa_deadline(struct swiw_stream *s)
 		s->setup->mpa_due_ns = 0;
 		return;
 	}
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	s->setup->mpa_due_ns = (uint64_t)ts.tv_sec * 1000000000u +
-			       (uint64_t)ts.tv_nsec + (uint64_t)ms * 1000000u;
+	s->setup->mpa_due_ns = swiw_eng_now_ns() + (uint64_t)ms * 1000000u;
 	swiw_eng_deadline(s->setup->mpa_due_ns);
 }
 

@@ -260,13 +260,9 @@ void swiw_stream_peer_closed(struct swiw_stream *s)
 
 void swiw_stream_peer_eof(struct swiw_stream *s)
 {
-	struct timespec ts;
-
 	if (s->eof_due_ns)
 		return;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	s->eof_due_ns = (uint64_t)ts.tv_sec * 1000000000u +
-			(uint64_t)ts.tv_nsec + EOF_GRACE_NS;
+	s->eof_due_ns = swiw_eng_now_ns() + EOF_GRACE_NS;
 	swiw_eng_deadline(s->eof_due_ns);
 	/* Out of the epoll set: a hung-up socket would report for ever. */
 	swiw_eng_epoll_ctl(EPOLL_CTL_DEL, s->fd, 0, NULL);
@@ -276,7 +272,6 @@ void swiw_stream_peer_eof(struct swiw_stream *s)
 int swiw_streams_timers(void)
 {
 	struct swiw_stream *s;
-	struct timespec ts;
 	uint64_t now = 0, best = UINT64_MAX;
 
 	swiw_eng_assert_held();
@@ -286,11 +281,8 @@ int swiw_streams_timers(void)
 			continue;
 		/* The clock only for a stream with a deadline: this runs at
 		 * the end of every poll that moved something. */
-		if (!now) {
-			clock_gettime(CLOCK_MONOTONIC, &ts);
-			now = (uint64_t)ts.tv_sec * 1000000000u +
-			      (uint64_t)ts.tv_nsec;
-		}
+		if (!now)
+			now = swiw_eng_now_ns();
 		if (s->setup && swiw_setup_timer(s, now, &best))
 			continue;
 		if (!s->eof_due_ns)

@@ -7,6 +7,8 @@
 #ifndef SWIW_STREAM_H
 #define SWIW_STREAM_H
 
+#include <time.h>
+
 #include "swiw.h"
 #include "swiw_backend.h"
 #include "swiw_ddp.h"
@@ -223,6 +225,15 @@ int swiw_eng_start(void);
 int swiw_eng_epoll_ctl(int op, int fd, uint32_t events, void *ptr);
 void swiw_eng_doorbell(void);
 void swiw_eng_deadline(uint64_t due_ns);
+
+/* The engine's clock: CLOCK_MONOTONIC in ns, as its deadlines are kept. */
+static inline uint64_t swiw_eng_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 void swiw_eng_watch_helper(int fd);
 
 /* swiw_stream.c: lifecycle and errors */
