@@ -522,24 +522,29 @@ void swiw_engine_chan_wait(struct swiw_comp_channel *ch)
 /*
  * The nap of a thread whose program polls empty CQs: the doorbell alone
  * ends it early (swiw_engine_armed, a verb's ring), never a socket, whose
- * data the program takes itself.
+ * data the program takes itself. True if it took a ring: the thread owes
+ * a round under the lock, which the ring no longer recalls.
  */
-static void bell_nap(uint64_t ns, bool bell)
+static bool bell_nap(uint64_t ns, bool bell)
 {
 	struct timespec ts = { (time_t)(ns / 1000000000u),
 			       (long)(ns % 1000000000u) };
 	struct pollfd pfd = { .fd = eng_evfd, .events = POLLIN };
+	bool rang = false;
 
 	if (ns <= SWIW_ENG_NAP_NS && !bell) {
 		nanosleep(&ts, NULL);
-		return;
+		return false;
 	}
 	__atomic_store_n(&thread_long_nap, true, __ATOMIC_SEQ_CST);
 	/* Drain the bell that ended it: left readable, it would end every
 	 * nap after it at once. What it rang for runs next, under the lock. */
-	if (ppoll(&pfd, 1, &ts, NULL) > 0)
+	if (ppoll(&pfd, 1, &ts, NULL) > 0) {
 		bell_drain();
+		rang = true;
+	}
 	__atomic_store_n(&thread_long_nap, false, __ATOMIC_RELAXED);
+	return rang;
 }
 
 /*
@@ -635,6 +640,9 @@ static void *eng_main(void *arg)
 	int n, wait_ms = -1, busy_naps = 0;
 	uint64_t nap_ns = SWIW_ENG_NAP_NS;
 	uint32_t seen_gen = 0;
+	/* A nap took a ring and the lock was not had since: wait_ms and the
+	 * bell no longer tell the thread that it has work. */
+	bool owed = false;
 
 	(void)arg;
 	/* Naps of tens of microseconds: the default 50 us slack would
@@ -668,7 +676,8 @@ static void *eng_main(void *arg)
 			} else {
 				/* A look that gives up rings: short naps too
 				 * end on the bell while a program looks. */
-				bell_nap(nap_ns, chan_waiter(woke));
+				if (bell_nap(nap_ns, chan_waiter(woke)))
+					owed = true;
 				woke = swiw_eng_now_ns();
 				if (chan_waiter(woke)) {
 					if (nap_ns < SWIW_ENG_CHAN_NAP_NS)
@@ -714,9 +723,11 @@ static void *eng_main(void *arg)
 					 __ATOMIC_SEQ_CST);
 			/* A poller that handled events since wait_ms was
 			 * taken may have set a deadline, and seen the thread
-			 * still awake (wake_for_timers): look again. */
-			if (__atomic_load_n(&eng_poll_gen, __ATOMIC_SEQ_CST) !=
-			    seen_gen)
+			 * still awake (wake_for_timers); or a nap took a ring
+			 * the thread has not answered: look again. */
+			if (owed ||
+			    __atomic_load_n(&eng_poll_gen, __ATOMIC_SEQ_CST) !=
+				    seen_gen)
 				wait_ms = 0;
 			n = epoll_wait(eng_epfd, evs, 64, wait_ms);
 			woke = swiw_eng_now_ns();
@@ -738,6 +749,7 @@ static void *eng_main(void *arg)
 			sched_yield();
 		eng_lock_raw();
 locked:
+		owed = false;
 		__atomic_store_n(&eng_poll_wanted, false, __ATOMIC_RELAXED);
 		work = eng_events(evs, n, true);
 		swiw_conn_run();
