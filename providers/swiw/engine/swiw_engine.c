@@ -316,14 +316,15 @@ static void bell_drain(void)
 }
 
 /*
- * Handles one epoll_wait()'s events; under the engine lock. The doorbell
- * is the thread's alone: a poller that drained it could leave the thread
- * asleep past a dial or timer it was rung for.
+ * Handles one epoll_wait()'s events; under the engine lock. Returns
+ * whether anything moved: an event other than the doorbell, or a pump
+ * that sent or took something. The doorbell is the thread's alone: a
+ * poller that drained it could leave the thread asleep past a dial or
+ * timer it was rung for.
  */
 static bool eng_events(const struct epoll_event *evs, int n, bool thread)
 {
-	bool work = n > 0;
-	int i;
+	int i, real = 0;
 
 	for (i = 0; i < n; i++) {
 		if (evs[i].data.ptr == &doorbell_tag) {
@@ -331,6 +332,7 @@ static bool eng_events(const struct epoll_event *evs, int n, bool thread)
 				bell_drain();
 			continue;
 		}
+		real++;
 		if (evs[i].data.ptr == &helper_tag) {
 			swiw_streams_kernel_event();
 			continue;
@@ -341,9 +343,7 @@ static bool eng_events(const struct epoll_event *evs, int n, bool thread)
 		}
 		swiw_stream_event(evs[i].data.ptr, evs[i].events);
 	}
-	if (swiw_streams_pump_all())
-		work = true;
-	return work;
+	return swiw_streams_pump_all() || real > 0;
 }
 
 /* The next deadline of dials and streams, in ms from now, or -1. */
@@ -386,16 +386,29 @@ static void poller_unlock(bool moved)
 }
 
 /*
+ * A program's thread, holding the lock, runs the engine once and says
+ * whether it moved anything; *bell_only: the doorbell alone was ready,
+ * and stays so until the thread drains it.
+ */
+static bool poller_run(bool *bell_only)
+{
+	struct epoll_event evs[64];
+	int n = epoll_wait(eng_epfd, evs, 64, 0);
+	bool moved = eng_events(evs, n, false);
+
+	*bell_only = n > 0 && !moved;
+	return moved;
+}
+
+/*
  * Poll mode: an application thread found its CQ empty. Run the engine
  * once if it is free. The epoll_wait() is under the lock, so no stream
  * it names can be freed before its events are handled.
  */
 void swiw_engine_poll(void)
 {
-	struct epoll_event evs[64];
-	bool moved = false;
+	bool moved = false, bell_only;
 	uint64_t now;
-	int n;
 
 	if (!eng_poll_mode || !__atomic_load_n(&eng_started, __ATOMIC_ACQUIRE))
 		return;
@@ -407,14 +420,10 @@ void swiw_engine_poll(void)
 		return;
 	}
 	/* Every SWIW_ENG_DIRECT_EVERY-th poll looks at every descriptor. */
-	if (++eng_polls % SWIW_ENG_DIRECT_EVERY &&
-	    swiw_stream_poll_direct(&moved)) {
-		n = moved;
-	} else {
-		n = epoll_wait(eng_epfd, evs, 64, 0);
-		eng_events(evs, n, false);
-	}
-	poller_unlock(n > 0);
+	if (!(++eng_polls % SWIW_ENG_DIRECT_EVERY &&
+	      swiw_stream_poll_direct(&moved)))
+		moved = poller_run(&bell_only);
+	poller_unlock(moved);
 }
 
 /*
@@ -467,14 +476,13 @@ void swiw_engine_armed(void)
  */
 void swiw_engine_chan_wait(struct swiw_comp_channel *ch)
 {
-	struct epoll_event evs[64];
 	struct pollfd p[2] = { { .fd = ch->ibv_ch.fd, .events = POLLIN },
 			       { .fd = eng_epfd, .events = POLLIN } };
 	struct timespec zero = { 0 };
 	bool bell_only = false, got = false;
 	uint64_t until;
 	unsigned long posted;
-	int n, i, real, cancel;
+	int n, cancel;
 
 	if (!eng_poll_mode || !__atomic_load_n(&eng_started, __ATOMIC_ACQUIRE))
 		return;
@@ -495,19 +503,13 @@ void swiw_engine_chan_wait(struct swiw_comp_channel *ch)
 		    !eng_trylock())
 			continue;
 		posted = __atomic_load_n(&ch->posted, __ATOMIC_ACQUIRE);
-		n = epoll_wait(eng_epfd, evs, 64, 0);
-		for (i = 0, real = 0; i < n; i++)
-			if (evs[i].data.ptr != &doorbell_tag)
-				real++;
-		eng_events(evs, n, false);
-		poller_unlock(real > 0);
+		poller_unlock(poller_run(&bell_only));
 		/* The events wrote a record to this channel: the read has
 		 * it, no second look at the pipe needed. */
 		if (__atomic_load_n(&ch->posted, __ATOMIC_ACQUIRE) != posted) {
 			got = true;
 			break;
 		}
-		bell_only = n > 0 && !real;
 	} while (swiw_eng_now_ns() < until);
 	/* Found: the program comes back for the next one soon. Not: it
 	 * sleeps in read(), and the sockets are the thread's again now. */
@@ -751,7 +753,8 @@ static void *eng_main(void *arg)
 locked:
 		owed = false;
 		__atomic_store_n(&eng_poll_wanted, false, __ATOMIC_RELAXED);
-		work = eng_events(evs, n, true);
+		/* A doorbell rang for work: spin for what follows it. */
+		work = eng_events(evs, n, true) || n > 0;
 		swiw_conn_run();
 		swiw_streams_reap();
 		wait_ms = eng_timeout_ms();
