@@ -86,6 +86,12 @@
 #define SWIW_FPDU_OWN_MAX                  \
 	(MPA_HDR_SIZE + 3 + MPA_CRC_SIZE + \
 	 MPA_MARKER_SIZE * SWIW_FPDU_MAX_MARKERS)
+/*
+ * A ULPDU this short is copied in beside them, so that its FPDU is one
+ * piece: a sendmsg() of four pieces (length, header, payload, CRC) cost
+ * a 88-octet ping-pong on loopback 0.4 us more one way than one piece.
+ */
+#define SWIW_FPDU_TX_COPY_MAX 256u
 
 /*
  * A piece of memory, laid out as struct iovec and struct kvec (pointer,
@@ -125,8 +131,9 @@ struct swiw_fpdu_tx {
 /*
  * One framed FPDU: @iov (caller's array of @max_iov entries) receives
  * @n_iov pieces totalling @len octets, in wire order. Pieces point either
- * into the caller's ULPDU pieces or into @own, so the frame must outlive
- * their transmission. @crc is the value sent (0 with CRC off).
+ * into the caller's ULPDU pieces or into @own (all of them, for a ULPDU of
+ * at most SWIW_FPDU_TX_COPY_MAX octets), so the frame must outlive their
+ * transmission. @crc is the value sent (0 with CRC off).
  */
 struct swiw_fpdu_frame {
 	struct swiw_iov *iov;

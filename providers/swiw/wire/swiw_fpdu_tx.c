@@ -164,7 +164,7 @@ static void swiw_tx_emit(struct swiw_tx_walk *w, const u8 *p, u32 len,
 }
 
 /*
- * swiw_fpdu_tx_build - frame one ULPDU as an FPDU, without copying it
+ * swiw_fpdu_tx_build - frame one ULPDU as an FPDU
  * @tx: the direction's transmit state; @tx->pos advances by the FPDU
  * @ulpdu: the ULPDU (DDP/RDMAP header, then payload) as pieces, in order
  * @n_pieces: how many; empty pieces are allowed and skipped
@@ -172,7 +172,9 @@ static void swiw_tx_emit(struct swiw_tx_walk *w, const u8 *p, u32 len,
  *
  * Produces, in @f->iov, the FPDU in wire order: ULPDU_LENGTH, the ULPDU
  * pieces cut where markers fall, the markers, pad and CRC. The CRC covers
- * every octet before it, markers included (zero with CRC off).
+ * every octet before it, markers included (zero with CRC off). A ULPDU of
+ * up to SWIW_FPDU_TX_COPY_MAX octets is copied into @f->own, and the
+ * FPDU is then one piece; a longer one is not copied.
  *
  * Returns 0; -EMSGSIZE if the ULPDU exceeds 65535 octets or a marker's
  * FPDUPTR would not fit 16 bits (keep ULPDUs to swiw_mpa_mulpdu());
@@ -188,6 +190,7 @@ int swiw_fpdu_tx_build(struct swiw_fpdu_tx *tx, const struct swiw_iov *ulpdu,
 	u64 total = 0;
 	u32 len, pad, m, last, i;
 	u8 hdr[MPA_HDR_SIZE], crc[MPA_CRC_SIZE];
+	bool copy;
 	__le32 le;
 
 	for (i = 0; i < n_pieces; i++)
@@ -211,6 +214,9 @@ int swiw_fpdu_tx_build(struct swiw_fpdu_tx *tx, const struct swiw_iov *ulpdu,
 	if (f->max_iov < n_pieces + 2 + 2 * m)
 		return -ENOSPC;
 
+	copy = len <= SWIW_FPDU_TX_COPY_MAX &&
+	       MPA_HDR_SIZE + len + pad + MPA_CRC_SIZE + MPA_MARKER_SIZE * m <=
+		       sizeof(f->own);
 	w.markers_left = m;
 	w.crc_on = tx->crc;
 	w.crc = SWIW_CRC32C_INIT;
@@ -219,7 +225,7 @@ int swiw_fpdu_tx_build(struct swiw_fpdu_tx *tx, const struct swiw_iov *ulpdu,
 	swiw_put_be16(hdr, (u16)len);
 	swiw_tx_emit(&w, hdr, MPA_HDR_SIZE, true, true);
 	for (i = 0; i < n_pieces; i++)
-		swiw_tx_emit(&w, ulpdu[i].base, (u32)ulpdu[i].len, false, true);
+		swiw_tx_emit(&w, ulpdu[i].base, (u32)ulpdu[i].len, copy, true);
 	swiw_tx_emit(&w, zero, pad, true, true);
 	/* A marker may stand between pad and CRC; it is covered. */
 	if (w.markers_left && w.off == w.next_marker)
