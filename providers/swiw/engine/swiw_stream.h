@@ -225,6 +225,7 @@ int swiw_eng_start(void);
 int swiw_eng_epoll_ctl(int op, int fd, uint32_t events, void *ptr);
 void swiw_eng_doorbell(void);
 void swiw_eng_deadline(uint64_t due_ns);
+void swiw_eng_watch_helper(int fd);
 
 /* The engine's clock: CLOCK_MONOTONIC in ns, as its deadlines are kept. */
 static inline uint64_t swiw_eng_now_ns(void)
@@ -234,7 +235,6 @@ static inline uint64_t swiw_eng_now_ns(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
-void swiw_eng_watch_helper(int fd);
 
 /* swiw_stream.c: lifecycle and errors */
 void swiw_stream_event(struct swiw_stream *s, uint32_t events);
