@@ -16,7 +16,7 @@
 # Environment: SWIW_BUILD (required); MATRIX_KEEP=DIR copies the captures,
 # results and the guest's dmesg there; MATRIX_ROWS=ERE runs only the rows
 # whose name matches (a development aid: the rows left out are not
-# counted); MATRIX_TIMEOUT (default 600) bounds the guest.
+# counted); MATRIX_TIMEOUT (default 800) bounds the guest.
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/../lib/swiw_test.sh"
 : "${SWIW_BUILD:?SWIW_BUILD is not set (the swiw build directory)}"
@@ -36,7 +36,7 @@ mapfile -t mods <<<"$mods"
 keep=$T_TMP/keep
 mkdir "$keep" || fail "cannot make $keep"
 
-args=(--timeout "${MATRIX_TIMEOUT:-600}" --keep "$keep")
+args=(--timeout "${MATRIX_TIMEOUT:-800}" --keep "$keep")
 for m in "${mods[@]}" "$KO"; do
 	args+=(--module "$m")
 done

@@ -5,8 +5,10 @@
 #
 # pcap_ports.py has FILE PORT
 #     exits 0 when the pcap FILE (being written: a cut-short last record
-#     is fine) holds an IPv4 TCP packet from or to PORT. The captures of
-#     e2e.capture and the interop matrix's guest poll with it.
+#     is fine) holds an IPv4 TCP packet from or to PORT among its newest
+#     (its last HAS_TAIL bytes, if it is larger). The captures of
+#     e2e.capture and the interop matrix's guest poll with it for the
+#     probe they just sent.
 # pcap_ports.py split FILE DIR NAME=PORT[,PORT...]...
 #     writes DIR/NAME.pcap for each NAME: the packets of FILE from or to
 #     one of its ports (each run of the matrix has its own), in one pass.
@@ -54,12 +56,78 @@ def records(data):
         yield rec, tcp
 
 
+class _Walk:
+    """The record headers of a classic pcap, read in place (captures of a
+    hundred megabytes are polled under TCG: no copies)."""
+
+    def __init__(self, head):
+        magic = struct.unpack_from("<I", head, 0)[0]
+        end = "<" if magic in (0xA1B2C3D4, 0xA1B23C4D) else ">"
+        self.usec_max = 10**9 if magic in (0xA1B23C4D, 0x4D3CB2A1) else 10**6
+        self.snap = struct.unpack_from(end + "I", head, 16)[0]
+        link = struct.unpack_from(end + "I", head, 20)[0]
+        if link not in (LINK_ETH, LINK_SLL):
+            raise ValueError("link type %d" % link)
+        self.l2 = 14 if link == LINK_ETH else 16
+        self.hdr = struct.Struct(end + "IIII").unpack_from
+        self.ports = struct.Struct(">HH").unpack_from
+
+    def plausible(self, data, off):
+        _, usec, incl, orig = self.hdr(data, off)
+        return (usec < self.usec_max and self.l2 + 20 <= incl <= orig and
+                incl <= self.snap)
+
+    def synced(self, data, off, need):
+        """True if @need plausible records start at @off, or fewer whose
+        chain ends where data does (the last one may be cut short)."""
+        n = 0
+        while n < need:
+            if off + 16 > len(data):
+                return n > 0
+            if not self.plausible(data, off):
+                return False
+            off += 16 + self.hdr(data, off)[2]
+            n += 1
+        return True
+
+    def has(self, data, off, port):
+        l2 = self.l2
+        while off + 16 <= len(data):
+            incl = self.hdr(data, off)[2]
+            pkt = off + 16
+            off = pkt + incl
+            if off > len(data):
+                break  # being written
+            if incl < l2 + 24 or data[pkt + l2 - 2:pkt + l2] != b"\x08\x00":
+                continue
+            ip = pkt + l2
+            ihl = (data[ip] & 0x0F) * 4
+            if data[ip + 9] == 6 and incl >= l2 + ihl + 4 and \
+                    port in self.ports(data, ip + ihl):
+                return True
+        return False
+
+
+# The probes are the last packets written: has() reads this much of a
+# capture's end, and finds its first whole record there.
+HAS_TAIL = 1 << 20
+
+
 def has(path, port):
     try:
         with open(path, "rb") as f:
-            data = f.read()
-        return any(tcp and port in tcp[:2] for _, tcp in records(data))
-    except (OSError, ValueError):
+            head = f.read(24)
+            walk = _Walk(head)
+            size = f.seek(0, 2)
+            if size > 24 + HAS_TAIL:
+                f.seek(size - HAS_TAIL)
+                tail = memoryview(f.read())
+                for off in range(len(tail) - 16):
+                    if walk.synced(tail, off, 8):
+                        return walk.has(tail, off, port)
+            f.seek(24)
+            return walk.has(memoryview(head + f.read()), 24, port)
+    except (OSError, ValueError, struct.error):
         return False
 
 
