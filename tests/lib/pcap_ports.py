@@ -22,40 +22,6 @@ import sys
 LINK_ETH, LINK_SLL = 1, 113
 
 
-def records(data):
-    """Yields (record bytes, TCP segment or None) for each whole record,
-    a TCP segment of IPv4 as (source port, destination port, payload);
-    raises ValueError if data is no pcap of a known link type."""
-    if len(data) < 24:
-        raise ValueError("no pcap header")
-    magic = struct.unpack("<I", data[:4])[0]
-    end = "<" if magic in (0xA1B2C3D4, 0xA1B23C4D) else ">"
-    link = struct.unpack(end + "I", data[20:24])[0]
-    if link == LINK_ETH:
-        l2, proto = 14, slice(12, 14)
-    elif link == LINK_SLL:
-        l2, proto = 16, slice(14, 16)
-    else:
-        raise ValueError("link type %d" % link)
-    off = 24
-    while off + 16 <= len(data):
-        incl = struct.unpack(end + "I", data[off + 8:off + 12])[0]
-        rec = data[off:off + 16 + incl]
-        pkt = rec[16:]
-        off += 16 + incl
-        if len(pkt) < incl:
-            break  # being written
-        tcp = None
-        if len(pkt) >= l2 + 24 and pkt[proto] == b"\x08\x00":
-            ihl = (pkt[l2] & 0x0F) * 4
-            seg = pkt[l2 + ihl:]
-            if pkt[l2 + 9] == 6 and len(seg) >= 4:
-                sport, dport = struct.unpack(">HH", seg[:4])
-                doff = (seg[12] >> 4) * 4 if len(seg) >= 13 else len(seg)
-                tcp = (sport, dport, seg[doff:])
-        yield rec, tcp
-
-
 class _Walk:
     """The record headers of a classic pcap, read in place (captures of a
     hundred megabytes are polled under TCG: no copies)."""
@@ -90,22 +56,51 @@ class _Walk:
             n += 1
         return True
 
-    def has(self, data, off, port):
+    def tcp(self, data, pkt, incl):
+        """The IPv4 TCP segment of the packet of @incl octets at @pkt, as
+        (source port, destination port, offset of its TCP header), or
+        None."""
         l2 = self.l2
+        if incl < l2 + 24 or data[pkt + l2 - 2:pkt + l2] != b"\x08\x00":
+            return None
+        ip = pkt + l2
+        ihl = (data[ip] & 0x0F) * 4
+        if data[ip + 9] != 6 or incl < l2 + ihl + 4:
+            return None
+        return self.ports(data, ip + ihl) + (ip + ihl,)
+
+    def records(self, data, off):
+        """(offset, length) of each whole packet from the record at @off."""
         while off + 16 <= len(data):
             incl = self.hdr(data, off)[2]
-            pkt = off + 16
-            off = pkt + incl
-            if off > len(data):
-                break  # being written
-            if incl < l2 + 24 or data[pkt + l2 - 2:pkt + l2] != b"\x08\x00":
-                continue
-            ip = pkt + l2
-            ihl = (data[ip] & 0x0F) * 4
-            if data[ip + 9] == 6 and incl >= l2 + ihl + 4 and \
-                    port in self.ports(data, ip + ihl):
+            if off + 16 + incl > len(data):
+                return  # being written
+            yield off + 16, incl
+            off += 16 + incl
+
+    def has(self, data, off, port):
+        for pkt, incl in self.records(data, off):
+            seg = self.tcp(data, pkt, incl)
+            if seg and port in seg[:2]:
                 return True
         return False
+
+
+def records(data):
+    """Yields (record bytes, TCP segment or None) for each whole record,
+    a TCP segment of IPv4 as (source port, destination port, payload);
+    raises ValueError if data is no pcap of a known link type."""
+    if len(data) < 24:
+        raise ValueError("no pcap header")
+    walk = _Walk(data[:24])
+    for pkt, incl in walk.records(data, 24):
+        seg = walk.tcp(data, pkt, incl)
+        tcp = None
+        if seg:
+            end, th = pkt + incl, seg[2]
+            doff = (data[th + 12] >> 4) * 4 if th + 13 <= end else end - th
+            tcp = (seg[0], seg[1], data[min(th + doff, end):end])
+        yield data[pkt - 16:pkt + incl], tcp
 
 
 # The probes are the last packets written: has() reads this much of a
