@@ -395,6 +395,7 @@ static void config_load(void)
 	config_env(&the_config, "SWIW_MPA_REV", "mpa_rev");
 	config_env(&the_config, "SWIW_MPA_P2P", "mpa_p2p");
 	config_env(&the_config, "SWIW_MPA_RTR", "mpa_rtr");
+	__atomic_store_n(&swiw_log_max, the_config.log_level, __ATOMIC_RELAXED);
 }
 
 const struct swiw_config *swiw_config(void)

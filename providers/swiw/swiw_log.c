@@ -7,6 +7,8 @@
 
 void swiw_wire_dbg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+int swiw_log_max = -1;
+
 /* The wire core's debug lines (swiw_port.h), into this log. */
 void swiw_wire_dbg(const char *fmt, ...)
 {
