@@ -57,7 +57,8 @@ Options:
   -t, --tests LIST      which of send_lat,write_lat,write_bw,send_bw (default:
                         all four)
   -r, --repeat R        run every pair R times, interleaved, and take the
-                        median (default 1)
+                        medians (default 1); swiw/TCP is then the median of
+                        the R pairs' own ratios
       --peers           also run, where they have the operation, libfabric's tcp
                         provider (fi_pingpong, msg endpoint: send_lat) and UCX
                         over tcp (ucx_perftest: tag_lat, tag_bw, ucp_put_lat,
@@ -585,10 +586,21 @@ aim_of() {
 	esac
 }
 
-# median of the numbers on stdin
+# median [FORMAT]: the median of the numbers on stdin, printed with FORMAT
+# (default %.2f).
 median() {
-	sort -g | awk '{ v[NR] = $1 }
-		END { printf "%.2f\n", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+	sort -g | awk -v f="${1:-%.2f}" '{ v[NR] = $1 }
+		END { printf f "\n", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+# pair_ratio SWIW-FILE TCP-FILE: the median of swiw/TCP over the runs paired
+# line by line (each swiw run and the TCP run right after it). The speed of
+# a shared host drifts over seconds to minutes, often by 1.5x: a drift
+# between pairs moves both figures of a pair alike and cancels in their
+# ratio, where a ratio of the two medians could take them from different
+# phases.
+pair_ratio() {
+	paste -d ' ' "$1" "$2" | awk '{ print ($2 > 0) ? $1 / $2 : 0 }' | median %.4f
 }
 
 # print_peers TEST: the table with libfabric's and UCX's ratios to TCP
@@ -672,7 +684,8 @@ print_table() {
 echo "swiw vs plain TCP on $PATH_NOTE"
 [ -z "$PIN" ] || echo "server on CPU ${PIN%,*}, client on CPU ${PIN#*,} (--pin)"
 echo "iterations per run: ${LAT_ITERS} latency, ${BW_ITERS} bandwidth; median of $REPEAT" \
-	"run(s) per size; $(date -u '+%Y-%m-%d %H:%M UTC') on $(uname -n)"
+	"interleaved pair(s) per size, swiw/TCP the median of the pairs' ratios;" \
+	"$(date -u '+%Y-%m-%d %H:%M UTC') on $(uname -n)"
 for t in $TESTS; do
 	case "$t" in
 	atomic_*) sizes=8 ;;
@@ -700,7 +713,7 @@ for t in $TESTS; do
 		fv=- uv=-
 		[ ! -s "$T_TMP/fi.v" ] || fv=$(median <"$T_TMP/fi.v")
 		[ ! -s "$T_TMP/ucx.v" ] || uv=$(median <"$T_TMP/ucx.v")
-		ratio=$(awk -v a="$sv" -v b="$tv" 'BEGIN { printf "%.4f", (b > 0) ? a / b : 0 }')
+		ratio=$(pair_ratio "$T_TMP/swiw.v" "$T_TMP/tcp.v")
 		aim=$(aim_of "$t" "$size")
 		met=-
 		if [ "$aim" != - ]; then

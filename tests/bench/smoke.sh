@@ -126,3 +126,55 @@ run bash "$BENCH" --build "$SWIW_BUILD" --pin 0
 assert_rc 2 "perf_vs_tcp.sh --pin 0"
 err_has "bad --pin '0'"
 pass "--pin runs every pair on the CPUs named; a bad value is a usage error"
+
+# swiw/TCP is the median of the pairs' ratios, not the ratio of the
+# medians: stand-ins for swiw-run and tcp_ref (each server listens and
+# takes one connection, each client connects and prints the next figure
+# of its list) give swiw 1, 5, 9 and TCP 1, 10, 3 in three pairs. The
+# pairs' ratios are 1, 0.5 and 3: median 1.00x, MET; the medians' ratio
+# would be 5/3, 1.67x, MISSED.
+cat >"$T_TMP/stand_in" <<'EOF'
+#!/bin/bash
+# stand_in FIGURES FIELD ARGS...: FIELD 5 prints as perftest, 4 as tcp_ref.
+list=$1 field=$2 port='' size='' last=''
+shift 2
+while [ $# -gt 0 ]; do
+	case "$1" in
+	-p) port=$2 ;;
+	-s) size=$2 ;;
+	esac
+	last=$1
+	shift
+done
+if [ "$last" != 127.0.0.1 ]; then
+	exec python3 -c 'import socket, sys
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1])))
+s.listen(1)
+s.accept()[0].recv(1)' "$port"
+fi
+python3 -c 'import socket, sys
+socket.create_connection(("127.0.0.1", int(sys.argv[1]))).close()' "$port"
+v=$(head -1 "$list")
+sed -i 1d "$list"
+if [ "$field" = 5 ]; then
+	echo " $size 20 0.50 99.00 $v $v 0.00 $v $v"
+else
+	echo " $size 20 0.50 $v $v $v"
+fi
+EOF
+chmod +x "$T_TMP/stand_in"
+printf '%s\n' 1.00 5.00 9.00 >"$T_TMP/swiw.figures"
+printf '%s\n' 1.00 10.00 3.00 >"$T_TMP/tcp.figures"
+printf '#!/bin/bash\nexec "%s" "%s" 5 "$@"\n' "$T_TMP/stand_in" "$T_TMP/swiw.figures" \
+	>"$T_TMP/swiw-run"
+printf '#!/bin/bash\nexec "%s" "%s" 4 "$@"\n' "$T_TMP/stand_in" "$T_TMP/tcp.figures" \
+	>"$T_TMP/tcp_ref_fixed"
+chmod +x "$T_TMP/swiw-run" "$T_TMP/tcp_ref_fixed"
+run bash "$BENCH" --swiw-run "$T_TMP/swiw-run" --tcp-ref "$T_TMP/tcp_ref_fixed" \
+	-n 20 -r 3 -t send_lat --lat-sizes 1 --timeout 30
+assert_ok "perf_vs_tcp.sh -r 3 with stand-ins"
+out_has "^ +1 +5\.00 +3\.00 +1\.00x +<=1\.2x  MET\$" "the median of the pairs' ratios"
+out_has "^verdict: all 1 cells with an aim MET\$"
+pass "swiw/TCP is the median of the interleaved pairs' own ratios"
