@@ -146,6 +146,12 @@ struct swiw_qp {
 	 * empty, exchanged to 0 by post_send, which then rings. */
 	struct swiw_stream *stream;
 	int sq_armed;
+	/* Poll mode, post coalescing (swiw_engine_sq_posted): when the last
+	 * post_send returned, and the WRs it left to the next pump since
+	 * its own last pump. Without a lock: they decide when WRs go, never
+	 * whether. */
+	uint64_t sq_last_ns;
+	unsigned int sq_corked;
 	/* Connecting by modify_qp (swiw_setup_broker.c, under the engine lock). */
 	struct swiw_bk *bk; /* the broker session that gave qp_num */
 	struct swiw_qp *conn_next;

@@ -342,6 +342,60 @@ static void test_write_read_paused(void **state)
 	f->child = 0;
 }
 
+/*
+ * RDMA WRITEs posted back to back by a program that then makes no call:
+ * in poll mode all but the first wait in the SQ for the next pump (post
+ * coalescing, swiw(7)), which such a program never runs, and nothing
+ * comes back from the target to wake its engine. Its progress thread,
+ * asleep since the program went quiet, must be rung and send them: all
+ * three land in the paused child's region with no poll at all.
+ */
+static void test_burst_quiet(void **state)
+{
+	struct fx *f = *state;
+	struct info peer;
+	struct ibv_wc wc[3];
+	uint8_t want[3][4096];
+	int i, status;
+
+	start(f, CH_PAUSE, 1, &peer);
+	for (i = 0; i < 3; i++) {
+		rt_fill(f->buf + i * 4096u, 4096, 40 + i);
+		memcpy(want[i], f->buf + i * 4096u, 4096);
+	}
+	/* Quiet first: the engine's thread goes to sleep on the sockets. */
+	usleep(50000);
+	for (i = 0; i < 3; i++) {
+		struct ibv_sge sge = { (uintptr_t)f->buf + i * 4096u, 4096,
+				       f->mr->lkey };
+
+		assert_int_equal(
+			rt_post(f->qp[0], (uint64_t)i, IBV_WR_RDMA_WRITE, &sge,
+				IBV_SEND_SIGNALED, peer.addr + 4096 + i * 8192u,
+				peer.rkey),
+			0);
+	}
+	for (i = 0; i < 500; i++) {
+		if (!memcmp((const void *)(f->shared + 4096 + 2 * 8192u),
+			    want[2], 4096))
+			break;
+		usleep(10000);
+	}
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	for (i = 0; i < 3; i++)
+		assert_memory_equal(f->shared + 4096 + i * 8192u, want[i],
+				    4096);
+	assert_int_equal(rt_wait(f->scq, wc, 3, 10000), 3);
+	for (i = 0; i < 3; i++) {
+		assert_int_equal(wc[i].wr_id, i);
+		assert_int_equal(wc[i].status, IBV_WC_SUCCESS);
+	}
+	kill(f->child, SIGKILL);
+	status = reap(f->child, 5000);
+	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	f->child = 0;
+}
+
 #define NWR 200
 #define NWR_AHEAD 30
 
@@ -550,9 +604,8 @@ static void test_hundred_qps(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-		T(test_write_read_paused),
-		T(test_peer_sigkill),
-		T(test_peer_sigkill_sender),
+		T(test_write_read_paused), T(test_burst_quiet),
+		T(test_peer_sigkill),	   T(test_peer_sigkill_sender),
 		T(test_hundred_qps),
 	};
 

@@ -256,13 +256,48 @@ static bool eng_trylock(void)
 }
 
 /*
+ * Poll mode: a WR posted less than this after the QP's last post_send
+ * returned comes from a program posting back to back (a stream, not a
+ * ping-pong, whose next post waits a round trip): it waits in the SQ for
+ * the next pump, up to SWIW_ENG_CORK_WRS of them, so that one sendmsg()
+ * carries many (4 KiB RDMA Writes: 5x the bandwidth with 16 a
+ * sendmsg()).
+ */
+#define SWIW_ENG_CORK_NS 2000
+#define SWIW_ENG_CORK_WRS 16 /* the lower half sends 16 frames a sendmsg() */
+
+/*
+ * Poll mode: leave the WR just posted to the next pump. That pump comes
+ * from the program's next poll of an empty CQ, the post that fills the
+ * batch, or the thread, which the SQ's arm rings as for a post that found
+ * the engine busy: the WR goes late, never not at all. Not while the
+ * program waits on a channel, where only the thread would take it.
+ */
+static bool app_armed(uint64_t now);
+
+static bool sq_cork(struct swiw_qp *qp)
+{
+	uint64_t now = swiw_eng_now_ns();
+	uint64_t last =
+		__atomic_exchange_n(&qp->sq_last_ns, now, __ATOMIC_RELAXED);
+
+	if (now - last >= SWIW_ENG_CORK_NS || app_armed(now) ||
+	    __atomic_load_n(&qp->sq_corked, __ATOMIC_RELAXED) >=
+		    SWIW_ENG_CORK_WRS - 1)
+		return false;
+	__atomic_fetch_add(&qp->sq_corked, 1, __ATOMIC_RELAXED);
+	return true;
+}
+
+/*
  * post_send published work. Poll mode: transmit it now from the caller
- * if the engine is free, as a hardware doorbell would start the DMA.
- * Otherwise ring if the engine may have gone idle.
+ * if the engine is free, as a hardware doorbell would start the DMA,
+ * unless more are coming right behind it (sq_cork). Otherwise ring if
+ * the engine may have gone idle.
  */
 void swiw_engine_sq_posted(struct swiw_qp *qp)
 {
-	if (eng_poll_mode && eng_trylock()) {
+	if (eng_poll_mode && !sq_cork(qp) && eng_trylock()) {
 		bool taken = false;
 
 		if (qp->stream) {
@@ -270,6 +305,9 @@ void swiw_engine_sq_posted(struct swiw_qp *qp)
 			taken = !swiw_ring_cons_slot(&qp->sq_eng) ||
 				qp->stream->tx_full;
 		}
+		__atomic_store_n(&qp->sq_corked, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&qp->sq_last_ns, swiw_eng_now_ns(),
+				 __ATOMIC_RELAXED);
 		swiw_eng_unlock();
 		/* The pump took every WR (a message half out comes back on
 		 * EPOLLOUT), or left them behind a full transmit ring that
