@@ -381,7 +381,6 @@ static void test_burst_quiet(void **state)
 			break;
 		usleep(10000);
 	}
-	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	for (i = 0; i < 3; i++)
 		assert_memory_equal(f->shared + 4096 + i * 8192u, want[i],
 				    4096);
