@@ -1380,6 +1380,87 @@ static void test_reset_reconnect(void **state)
 	}
 }
 
+/* Receives posted from another thread while the QPs connect. */
+struct poster {
+	struct side *s;
+	uint64_t base;
+	useconds_t delay;
+	int err; /* ibv_post_recv's first error */
+};
+
+static void *post_all(void *arg)
+{
+	struct poster *p = arg;
+	int i;
+
+	usleep(p->delay);
+	for (i = 0; i < 256 && !p->err; i++) {
+		struct ibv_sge sge = { (uintptr_t)p->s->dst + (size_t)i * 64,
+				       64, p->s->dmr->lkey };
+		struct ibv_recv_wr wr = { .wr_id = p->base + (uint64_t)i,
+					  .sg_list = &sge,
+					  .num_sge = 1 },
+				   *bad;
+
+		p->err = ibv_post_recv(p->s->qp, &wr, &bad);
+	}
+	return NULL;
+}
+
+/*
+ * A program may post its receives while its QP connects (perftest's
+ * peer can be quicker than it). Whenever the stream starts taking them,
+ * it takes the first one posted, and a receive it completed frees its
+ * slot: the RQ (256 WRs) filled before connecting takes one more after
+ * each message. The moment each round starts posting moves across the
+ * connection's setup.
+ */
+static void test_post_while_connecting(void **state)
+{
+	struct fx *f = *state;
+	struct ibv_sge ss = { (uintptr_t)f->a.src, 8, f->a.smr->lkey };
+	struct ibv_qp_attr init = { .qp_state = IBV_QPS_INIT, .port_num = 1 };
+	struct ibv_wc wc[4];
+	struct poster p;
+	pthread_t t;
+	int round, i;
+
+	for (round = 0; round < 24; round++) {
+		to_reset(f->b.qp);
+		to_reset(f->a.qp);
+		usleep(20 * 1000);
+		drain_cq(f->a.scq);
+		drain_cq(f->a.rcq);
+		drain_cq(f->b.scq);
+		drain_cq(f->b.rcq);
+		p = (struct poster){ .s = &f->b,
+				     .base = 1000 * (uint64_t)(round + 1),
+				     .delay = (useconds_t)(round % 8) * 100 };
+		assert_int_equal(verbs_to_rts(f->a.qp, f->b.qp->qp_num), 0);
+		/* Receives are taken from INIT on (INIT to INIT is legal). */
+		assert_int_equal(ibv_modify_qp(f->b.qp, &init,
+					       IBV_QP_STATE |
+						       IBV_QP_PKEY_INDEX |
+						       IBV_QP_PORT |
+						       IBV_QP_ACCESS_FLAGS),
+				 0);
+		assert_int_equal(pthread_create(&t, NULL, post_all, &p), 0);
+		assert_int_equal(verbs_to_rts(f->b.qp, f->a.qp->qp_num), 0);
+		pthread_join(t, NULL);
+		assert_int_equal(p.err, 0);
+		for (i = 0; i < 3; i++)
+			post(&f->a, 1 + (uint64_t)i, IBV_WR_SEND, &ss, 1,
+			     IBV_SEND_SIGNALED, 0, 0, 0);
+		assert_int_equal(wait_cq(f->a.scq, wc, 3), 3);
+		assert_int_equal(wait_cq(f->b.rcq, wc, 3), 3);
+		for (i = 0; i < 3; i++) {
+			check_wc(&wc[i], p.base + (uint64_t)i, IBV_WC_RECV, 8);
+			post_recv(&f->b, p.base + 256 + (uint64_t)i, f->b.dst,
+				  64);
+		}
+	}
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void)
@@ -1409,6 +1490,7 @@ int main(void)
 		T(test_event_race),
 		T(test_reset_reconnect),
 		T(test_connect_while_polling),
+		T(test_post_while_connecting),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -353,19 +353,11 @@ int swiw_proc_attach(struct swiw_ioc_attach *a,
 	rq = queue_get(a->rq_id, SWIW_QUEUE_RQ);
 	if (!tx || !ev || !rq || a->sq_id || a->cq_id || tx->users || ev->users)
 		return EINVAL;
-	if (!rq->users) {
-		/* Nobody consumed it before: start at the oldest WR. */
-		struct swiw_ring *r = &rq->lrq.ring;
-		uint32_t n;
-
-		for (n = 0; n < rq->num; n++)
-			if (swiw_ring_load_flags(
-				    r, swiw_ring_slot(r, r->pos + n)) &
-			    SWIW_SLOT_VALID)
-				break;
-		if (n < rq->num)
-			rq->lrq.ring.pos += n;
-	}
+	/* The lower half takes receive WRs from where the last stream on
+	 * this ring left off (0 for a fresh one), as the kernel helper does:
+	 * nothing else consumes them before, and the program may be posting
+	 * right now, so the ring's contents say nothing about where to start
+	 * (a look for the first WR there skipped the one being published). */
 	for (i = 0; i < nrstreams; i++)
 		if (!rstreams[i])
 			break;
