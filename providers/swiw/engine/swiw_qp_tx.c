@@ -262,6 +262,9 @@ static int next_sqe(struct swiw_stream *s)
 		 * the arm since, so the next one rings; no RMW again. */
 		if (__atomic_load_n(&qp->sq_armed, __ATOMIC_ACQUIRE))
 			return 0;
+		/* Whoever pumped (a post, a poll, the thread) took every
+		 * WR corked so far: the next burst may cork its own. */
+		__atomic_store_n(&qp->sq_corked, 0, __ATOMIC_RELAXED);
 		/* Arm with an RMW: ordered against post_send's exchange
 		 * on the same word, so either we see its SQE now or it
 		 * sees the arm and rings (swiw_engine_sq_posted). */
