@@ -287,13 +287,20 @@ uint32_t swiw_proc_stream_io(uint32_t id, uint32_t events, bool *more)
 	*more = false;
 	if (!rs)
 		return 0;
-	proc_tx(rs);
+	/* Frames that found no transport room wait for EPOLLOUT (or a call
+	 * not from epoll): a poller's look for input would send again into
+	 * a full socket, an EAGAIN that takes the socket's lock from the
+	 * very ACKs that make room, twice a poll. */
+	if (!rs->want_out || !events ||
+	    (events & (EPOLLOUT | EPOLLHUP | EPOLLERR)))
+		proc_tx(rs);
 	/* 0: not from epoll, the socket may hold anything. */
 	if (!events ||
 	    (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))) {
 		*more = rs->mode->rx(rs);
 		/* Responses to Read and Atomic Requests just received. */
-		proc_tx(rs);
+		if (!rs->want_out)
+			proc_tx(rs);
 	}
 	return swiw_proc_stream_interest(id);
 }
