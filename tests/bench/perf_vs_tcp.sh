@@ -57,8 +57,8 @@ Options:
   -t, --tests LIST      which of send_lat,write_lat,write_bw,send_bw (default:
                         all four)
   -r, --repeat R        run every pair R times, interleaved, and take the
-                        medians (default 1); swiw/TCP is then the median of
-                        the R pairs' own ratios
+                        medians (default 1); swiw/TCP (and fi/TCP, UCX/TCP)
+                        is then the median of the R rounds' own ratios
       --peers           also run, where they have the operation, libfabric's tcp
                         provider (fi_pingpong, msg endpoint: send_lat) and UCX
                         over tcp (ucx_perftest: tag_lat, tag_bw, ucp_put_lat,
@@ -593,8 +593,9 @@ median() {
 		END { printf f "\n", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
-# pair_ratio SWIW-FILE TCP-FILE: the median of swiw/TCP over the runs paired
-# line by line (each swiw run and the TCP run right after it). The speed of
+# pair_ratio FILE TCP-FILE: the median of FILE/TCP over the runs paired
+# line by line (swiw's, libfabric's or UCX's run and the TCP run of the
+# same round, which comes right after swiw's). The speed of
 # a shared host drifts over seconds to minutes, often by 1.5x: a drift
 # between pairs moves both figures of a pair alike and cancels in their
 # ratio, where a ratio of the two medians could take them from different
@@ -608,19 +609,21 @@ pair_ratio() {
 # such operation).
 print_peers() {
 	awk -v t="$1" '
-		function r(v, tcp) { return v == "-" ? "-" : sprintf("%.2fx", v / tcp) }
+		function r(v) { return v == "-" ? "-" : sprintf("%.2fx", v) }
 		BEGIN { printf "%10s %12s %12s %10s %10s %10s %8s %-7s %s\n", "bytes", "swiw",
 			"TCP", "swiw/TCP", "fi/TCP", "UCX/TCP", "aim", "", "peers" }
 		$1 == t {
 			aim = $6 == "-" ? "-" : $6 $7 "x"
 			printf "%10d %12.2f %12.2f %9.2fx %10s %10s %8s %-7s %s\n", $2, $3, $4, $5,
-				r($9, $4), r($10, $4), aim, $8 == "-" ? "" : $8, substr($11, 1, 6)
+				r($12), r($13), aim, $8 == "-" ? "" : $8, substr($11, 1, 6)
 		}' "$RESULTS"
 }
 
 # peers_of TEST SWIW LIBFABRIC UCX: "AHEAD" when swiw's figure beats both
 # peers' that exist, "BEHIND:NAME[,NAME]" naming those it does not beat,
-# "-" when neither peer has the operation.
+# "-" when neither peer has the operation. The figures are each one's
+# ratio to the TCP runs it was paired with (pair_ratio), so that the
+# host's drift between runs weighs on none of them.
 peers_of() {
 	awk -v t="$1" -v s="$2" -v f="$3" -v u="$4" 'BEGIN {
 		if (f == "-" && u == "-") {
@@ -639,7 +642,8 @@ peers_of() {
 
 # --- the runs ---------------------------------------------------------------------
 # One a line: test size swiw tcp swiw/tcp aim-op aim met libfabric UCX
-# peers (peers_of; "-" where there is none).
+# peers (peers_of) libfabric/tcp UCX/tcp ("-" where there is none); the
+# three ratios are medians of paired runs' ratios (pair_ratio).
 RESULTS=$T_TMP/results
 : >"$RESULTS"
 
@@ -714,6 +718,9 @@ for t in $TESTS; do
 		[ ! -s "$T_TMP/fi.v" ] || fv=$(median <"$T_TMP/fi.v")
 		[ ! -s "$T_TMP/ucx.v" ] || uv=$(median <"$T_TMP/ucx.v")
 		ratio=$(pair_ratio "$T_TMP/swiw.v" "$T_TMP/tcp.v")
+		fr=- ur=-
+		[ ! -s "$T_TMP/fi.v" ] || fr=$(pair_ratio "$T_TMP/fi.v" "$T_TMP/tcp.v")
+		[ ! -s "$T_TMP/ucx.v" ] || ur=$(pair_ratio "$T_TMP/ucx.v" "$T_TMP/tcp.v")
 		aim=$(aim_of "$t" "$size")
 		met=-
 		if [ "$aim" != - ]; then
@@ -722,8 +729,8 @@ for t in $TESTS; do
 				print (op == "<=" ? r <= a : r >= a) ? "MET" : "MISSED" }')
 		fi
 		[ "$aim" != - ] || aim='- -'
-		echo "$t $size $sv $tv $ratio $aim $met $fv $uv $(peers_of "$t" "$sv" "$fv" "$uv")" \
-			>>"$RESULTS"
+		echo "$t $size $sv $tv $ratio $aim $met $fv $uv" \
+			"$(peers_of "$t" "$ratio" "$fr" "$ur") $fr $ur" >>"$RESULTS"
 		progress "$t $size B: swiw $sv, TCP $tv, swiw/TCP ${ratio}"
 	done
 	print_table "$t"

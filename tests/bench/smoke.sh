@@ -135,13 +135,14 @@ pass "--pin runs every pair on the CPUs named; a bad value is a usage error"
 # would be 5/3, 1.67x, MISSED.
 cat >"$T_TMP/stand_in" <<'EOF'
 #!/bin/bash
-# stand_in FIGURES FIELD ARGS...: FIELD 5 prints as perftest, 4 as tcp_ref.
+# stand_in FIGURES FIELD ARGS...: FIELD 5 prints as perftest, 4 as tcp_ref,
+# fi as fi_pingpong, ucx as ucx_perftest.
 list=$1 field=$2 port='' size='' last=''
 shift 2
 while [ $# -gt 0 ]; do
 	case "$1" in
-	-p) port=$2 ;;
-	-s) size=$2 ;;
+	-p | -B | -P) port=$2 ;;
+	-s | -S) size=$2 ;;
 	esac
 	last=$1
 	shift
@@ -158,7 +159,11 @@ python3 -c 'import socket, sys
 socket.create_connection(("127.0.0.1", int(sys.argv[1]))).close()' "$port"
 v=$(head -1 "$list")
 sed -i 1d "$list"
-if [ "$field" = 5 ]; then
+if [ "$field" = fi ]; then
+	echo "$size 20 0 0 0 0 $v"
+elif [ "$field" = ucx ]; then
+	echo "Final: 20 $v"
+elif [ "$field" = 5 ]; then
 	echo " $size 20 0.50 99.00 $v $v 0.00 $v $v"
 else
 	echo " $size 20 0.50 $v $v $v"
@@ -179,3 +184,27 @@ assert_ok "perf_vs_tcp.sh -r 3 with stand-ins"
 out_has "^ +1 +5\.00 +3\.00 +1\.00x +<=1\.2x  MET\$" "the median of the pairs' ratios"
 out_has "^verdict: all 1 cells with an aim MET\$"
 pass "swiw/TCP is the median of the interleaved pairs' own ratios"
+
+# So are the peers' ratios, and the verdict on them compares ratios:
+# libfabric 3, 20, 2 and UCX 0.5, 2, 6 against TCP 1, 10, 3 make 2.00x
+# and 0.50x (the medians' ratios: 1.00x and 0.67x), and swiw's 1.00x is
+# behind UCX alone (by the medians, 5 against 3 and 2: behind both).
+printf '%s\n' 1.00 5.00 9.00 >"$T_TMP/swiw.figures"
+printf '%s\n' 1.00 10.00 3.00 >"$T_TMP/tcp.figures"
+printf '%s\n' 3.00 20.00 2.00 >"$T_TMP/fi.figures"
+printf '%s\n' 0.50 2.00 6.00 >"$T_TMP/ucx.figures"
+mkdir "$T_TMP/peers"
+printf '#!/bin/bash\nexec "%s" "%s" fi "$@"\n' "$T_TMP/stand_in" "$T_TMP/fi.figures" \
+	>"$T_TMP/peers/fi_pingpong"
+printf '#!/bin/bash\nexec "%s" "%s" ucx "$@"\n' "$T_TMP/stand_in" "$T_TMP/ucx.figures" \
+	>"$T_TMP/peers/ucx_perftest"
+chmod +x "$T_TMP/peers/fi_pingpong" "$T_TMP/peers/ucx_perftest"
+run env -u SWIW_TEST_PRELOAD PATH="$T_TMP/peers:$PATH" bash "$BENCH" \
+	--swiw-run "$T_TMP/swiw-run" --tcp-ref "$T_TMP/tcp_ref_fixed" -n 20 -r 3 \
+	-t send_lat --lat-sizes 1 --peers --timeout 30
+assert_ok "perf_vs_tcp.sh -r 3 --peers with stand-ins"
+out_has "^ +1 +5\.00 +3\.00 +1\.00x +2\.00x +0\.50x +<=1\.2x MET +BEHIND\$" \
+	"the peers' ratios: medians of the rounds' own"
+out_has "^peers: swiw ahead of libfabric tcp and UCX tcp in 0 of 1 cells; BEHIND: ib_send_lat 1 B \(behind UCX\)\$" \
+	"the verdict on the peers by the ratios"
+pass "--peers: fi/TCP and UCX/TCP are medians of the rounds' own ratios too"
