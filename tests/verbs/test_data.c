@@ -1320,6 +1320,19 @@ static void test_event_race(void **state)
  * the new connection runs (a READ was answered), so a consumer that
  * resumed at its old position (on a helper's ring) would find none.
  */
+/* Both QPs to RESET, and after @ms their CQs emptied of what the
+ * streams' ends flushed into them. */
+static void reset_both(struct fx *f, unsigned int ms)
+{
+	to_reset(f->b.qp);
+	to_reset(f->a.qp);
+	usleep(ms * 1000);
+	drain_cq(f->a.scq);
+	drain_cq(f->a.rcq);
+	drain_cq(f->b.scq);
+	drain_cq(f->b.rcq);
+}
+
 static void test_reset_reconnect(void **state)
 {
 	struct fx *f = *state;
@@ -1340,13 +1353,7 @@ static void test_reset_reconnect(void **state)
 		assert_int_equal(wait_cq(f->b.rcq, wc, 1), 1);
 		check_wc(&wc[0], 10, IBV_WC_RECV, 512);
 
-		to_reset(f->b.qp);
-		to_reset(f->a.qp);
-		usleep(100 * 1000);
-		drain_cq(f->a.scq);
-		drain_cq(f->a.rcq);
-		drain_cq(f->b.scq);
-		drain_cq(f->b.rcq);
+		reset_both(f, 100);
 		assert_int_equal(verbs_to_rts(f->a.qp, f->b.qp->qp_num), 0);
 		assert_int_equal(verbs_to_rts(f->b.qp, f->a.qp->qp_num), 0);
 		/* A READ answered: b's end of the stream is running. */
@@ -1426,13 +1433,7 @@ static void test_post_while_connecting(void **state)
 	int round, i;
 
 	for (round = 0; round < 24; round++) {
-		to_reset(f->b.qp);
-		to_reset(f->a.qp);
-		usleep(20 * 1000);
-		drain_cq(f->a.scq);
-		drain_cq(f->a.rcq);
-		drain_cq(f->b.scq);
-		drain_cq(f->b.rcq);
+		reset_both(f, 20);
 		p = (struct poster){ .s = &f->b,
 				     .base = 1000 * (uint64_t)(round + 1),
 				     .delay = (useconds_t)(round % 8) * 100 };
