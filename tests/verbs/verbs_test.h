@@ -36,10 +36,12 @@ static inline int verbs_to_rts_gid(struct ibv_qp *qp, const union ibv_gid *gid,
 						    IBV_ACCESS_REMOTE_READ |
 						    IBV_ACCESS_REMOTE_ATOMIC };
 
-	if (ibv_modify_qp(qp, &a,
-			  IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-				  IBV_QP_ACCESS_FLAGS))
-		return -1;
+	int err = ibv_modify_qp(qp, &a,
+				IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+					IBV_QP_ACCESS_FLAGS);
+
+	if (err)
+		return err;
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTR;
 	a.dest_qp_num = peer;
@@ -47,10 +49,11 @@ static inline int verbs_to_rts_gid(struct ibv_qp *qp, const union ibv_gid *gid,
 	a.ah_attr.is_global = 1;
 	a.ah_attr.port_num = 1;
 	a.ah_attr.grh.dgid = *gid;
-	if (ibv_modify_qp(qp, &a,
-			  IBV_QP_STATE | IBV_QP_AV | IBV_QP_DEST_QPN |
-				  IBV_QP_MAX_DEST_RD_ATOMIC))
-		return -1;
+	err = ibv_modify_qp(qp, &a,
+			    IBV_QP_STATE | IBV_QP_AV | IBV_QP_DEST_QPN |
+				    IBV_QP_MAX_DEST_RD_ATOMIC);
+	if (err)
+		return err;
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
 	a.max_rd_atomic = 16;
