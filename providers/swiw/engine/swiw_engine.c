@@ -979,6 +979,9 @@ void swiw_engine_reset_qp(struct swiw_qp *qp)
 
 	swiw_eng_lock();
 	swiw_stream_detach(qp);
+	/* A stream that failed since modify_qp set RESET made it ERROR;
+	 * detached, nothing changes it any more. */
+	__atomic_store_n(&qp->state, IBV_QPS_RESET, __ATOMIC_RELEASE);
 
 	while ((slot = swiw_ring_cons_slot(&qp->sq_eng)))
 		swiw_ring_release(&qp->sq_eng, slot);
