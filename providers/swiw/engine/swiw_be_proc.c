@@ -275,8 +275,17 @@ static const struct swiw_lower_ops proc_ops = {
 	.wake = r_wake,
 };
 
-static void proc_tx(struct swiw_proc_stream *rs)
+/*
+ * Frames that found no transport room wait for EPOLLOUT (@room: it came,
+ * or the caller knows nothing of the socket): a send before that only
+ * finds the socket full again, an EAGAIN that takes the socket's lock
+ * from the very ACKs that make room; EPOLLOUT sends what was added since
+ * in fewer calls.
+ */
+static void proc_tx(struct swiw_proc_stream *rs, bool room)
 {
+	if (rs->want_out && !room)
+		return;
 	rs->want_out = swiw_lower_tx(&rs->l) == 1;
 }
 
@@ -287,20 +296,13 @@ uint32_t swiw_proc_stream_io(uint32_t id, uint32_t events, bool *more)
 	*more = false;
 	if (!rs)
 		return 0;
-	/* Frames that found no transport room wait for EPOLLOUT (or a call
-	 * not from epoll): a poller's look for input would send again into
-	 * a full socket, an EAGAIN that takes the socket's lock from the
-	 * very ACKs that make room, twice a poll. */
-	if (!rs->want_out || !events ||
-	    (events & (EPOLLOUT | EPOLLHUP | EPOLLERR)))
-		proc_tx(rs);
 	/* 0: not from epoll, the socket may hold anything. */
+	proc_tx(rs, !events || (events & (EPOLLOUT | EPOLLHUP | EPOLLERR)));
 	if (!events ||
 	    (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))) {
 		*more = rs->mode->rx(rs);
 		/* Responses to Read and Atomic Requests just received. */
-		if (!rs->want_out)
-			proc_tx(rs);
+		proc_tx(rs, false);
 	}
 	return swiw_proc_stream_interest(id);
 }
@@ -444,14 +446,11 @@ int swiw_proc_doorbell(uint32_t id)
 		return EINVAL;
 	stalled = swiw_lower_stalled(&rs->l);
 	swiw_lower_doorbell(&rs->l);
-	/* Frames already wait for transport room: EPOLLOUT sends them
-	 * with these, in fewer calls than a send now that finds no room. */
-	if (!rs->want_out)
-		proc_tx(rs);
+	proc_tx(rs, false);
 	if (stalled) {
 		/* Reception waited for room: what it left, first. */
 		rs->mode->rx(rs);
-		proc_tx(rs);
+		proc_tx(rs, false);
 	}
 	return 0;
 }
