@@ -15,6 +15,7 @@
 # CRC, marker addresses: capture_check.sh's arguments) instead of being
 # judged here; tests/vm/capture.sh judges them on the lab's host.
 # SWIW_CAPTURE_KEEP=DIR keeps the captures that fail.
+# SWIW_CAPTURE_SETTINGS=yynn,... runs only these settings (see ALL below).
 . "$(dirname "$0")/../lib/swiw_test.sh"
 need_swiw
 
@@ -91,15 +92,18 @@ one() {
 	pass "server crc $cs markers $ms, client crc $cc markers $mc: $(tail -1 "$T_TMP/check.out")"
 }
 
+# SETTINGS: each a word of four y/n, the arguments of one() in order.
 # Without markers, and with them both ways: every FPDU judged, by
 # Wireshark or, where it cannot size one, by capture_check.sh's walk.
-one no no no no
-one yes no no no
-one no no yes no
-one yes yes yes yes
-one no yes no yes
 # Markers one way: the walk judges the framing and every marker
 # (Wireshark 4.0 cannot), and with CRC a marker out of place would fail
 # the CRC or the framing at the receiver, and the programs with it.
-one yes yes no no
-one no no yes yes
+ALL=nnnn,ynnn,nnyn,yyyy,nyny,yynn,nnyy
+settings=${SWIW_CAPTURE_SETTINGS:-$ALL}
+[[ $settings =~ ^[yn]{4}(,[yn]{4})*$ ]] ||
+	fail "SWIW_CAPTURE_SETTINGS=$settings: words of four y/n, comma-separated"
+yn() { [ "$1" = y ] && echo yes || echo no; }
+IFS=, read -ra words <<<"$settings"
+for w in "${words[@]}"; do
+	one "$(yn "${w:0:1}")" "$(yn "${w:1:1}")" "$(yn "${w:2:1}")" "$(yn "${w:3:1}")"
+done
