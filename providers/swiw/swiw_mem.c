@@ -148,8 +148,9 @@ int swiw_mem_check_range(const void *addr, size_t len, bool need_write)
  * The engine's view of an STag, as a remote access would use it: the key
  * byte must match the slot's current key, the region must belong to
  * @pd, carry every right in @need (IBV_ACCESS_* bits; 0 for a local
- * read) and hold [@to, @to + @len) inside [iova, iova + length) (@pd
- * NULL, @need 0, @len 0: that check is the caller's). The
+ * read) and hold [@to, @to + @len) inside [iova, iova + length) (@len
+ * 0: that check is the caller's). A NULL @pd matches no region: a
+ * stream not yet given its QP's PD can reach nothing. The
  * fields are copied under the table lock, so a concurrent deregistration
  * cannot leave the caller with a freed MR. Returns 0, or the reason as
  * an enum swiw_mem_err.
@@ -179,7 +180,7 @@ int swiw_mem_lookup(uint32_t stag, const struct ibv_pd *pd, int need,
 	pthread_mutex_unlock(&stag_lock);
 	if (err)
 		return err;
-	if (pd && ref->pd != pd)
+	if (!pd || ref->pd != pd)
 		return SWIW_MEM_NOT_ASSOC;
 	if ((ref->access & need) != need)
 		return SWIW_MEM_ACCESS;
@@ -197,7 +198,7 @@ int swiw_mem_lookup(uint32_t stag, const struct ibv_pd *pd, int need,
  * peer): afterwards every access through it fails as an invalid STag,
  * until the region is deregistered (swiw has no fast registration to
  * make it valid again). 0, SWIW_MEM_INVALID (unknown, stale key, or
- * already invalid) or SWIW_MEM_NOT_ASSOC (another PD's).
+ * already invalid) or SWIW_MEM_NOT_ASSOC (another PD's, or @pd NULL).
  */
 int swiw_mem_invalidate(uint32_t stag, const struct ibv_pd *pd)
 {
@@ -211,8 +212,8 @@ int swiw_mem_invalidate(uint32_t stag, const struct ibv_pd *pd)
 	mr = stag_table ? stag_table[idx] : NULL;
 	if (!mr || mr->stag != stag || mr->invalid)
 		err = SWIW_MEM_INVALID;
-	else if (pd && mr->vmr.ibv_mr.pd != pd)
-		err = SWIW_MEM_NOT_ASSOC; /* NULL: the lower half's, no PDs */
+	else if (!pd || mr->vmr.ibv_mr.pd != pd)
+		err = SWIW_MEM_NOT_ASSOC;
 	else
 		mr->invalid = true;
 	pthread_mutex_unlock(&stag_lock);
