@@ -15,7 +15,8 @@
 # CRC, marker addresses: capture_check.sh's arguments) instead of being
 # judged here; tests/vm/capture.sh judges them on the lab's host.
 # SWIW_CAPTURE_KEEP=DIR keeps the captures that fail.
-# SWIW_CAPTURE_SETTINGS=yynn,... runs only these settings (see ALL below).
+# SWIW_CAPTURE_SETTINGS=all (the default), framing, or yynn,...: the
+# settings to run (capture_sets.sh).
 . "$(dirname "$0")/../lib/swiw_test.sh"
 need_swiw
 
@@ -98,10 +99,10 @@ one() {
 # Markers one way: the walk judges the framing and every marker
 # (Wireshark 4.0 cannot), and with CRC a marker out of place would fail
 # the CRC or the framing at the receiver, and the programs with it.
-ALL=nnnn,ynnn,nnyn,yyyy,nyny,yynn,nnyy
-settings=${SWIW_CAPTURE_SETTINGS:-$ALL}
+. "$(dirname "$0")/capture_sets.sh"
+settings=$(capture_settings "${SWIW_CAPTURE_SETTINGS:-all}")
 [[ $settings =~ ^[yn]{4}(,[yn]{4})*$ ]] ||
-	fail "SWIW_CAPTURE_SETTINGS=$settings: words of four y/n, comma-separated"
+	fail "SWIW_CAPTURE_SETTINGS=$settings: all, framing, or words of four y/n, comma-separated"
 yn() { [ "$1" = y ] && echo yes || echo no; }
 IFS=, read -ra words <<<"$settings"
 for w in "${words[@]}"; do

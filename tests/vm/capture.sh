@@ -19,7 +19,8 @@ mkdir "$keep" || fail "cannot make $keep"
 # code, which e2e.capture runs with every setting): so here the settings
 # that give it each framing, CRC off and on, markers none, both ways and
 # each one way.
-SETTINGS=nnnn,nyny,yynn,nnyy
+. "$HERE/../e2e/capture_sets.sh"
+SETTINGS=framing
 if bash "$HERE/run.sh" --timeout 1500 --env SWIW_ENGINE=kernel --module "$KO" \
 	--keep "$keep" -- bash "$HERE/e2e.sh" SWIW_CAPTURE_DEFER=/tmp/out/keep \
 	SWIW_CAPTURE_SETTINGS=$SETTINGS \
@@ -31,7 +32,7 @@ else
 fi
 n=$(wc -l <"$keep/manifest" 2>/dev/null || echo 0)
 # One capture a setting, and the guest ran capture.sh twice.
-want=$((2 * ($(tr -cd , <<<"$SETTINGS" | wc -c) + 1)))
+want=$((2 * ($(capture_settings $SETTINGS | tr -cd , | wc -c) + 1)))
 [ "$n" -eq "$want" ] || check_fail "$n captures kept, $want expected"
 # As many checks at once as there are cores (tshark keeps one busy),
 # each into FILE.out and its exit status into FILE.rc, read in order.
