@@ -63,7 +63,7 @@ pair() {
 			grep -E "$FIG" <<<"$out" | tail -1 | awk -v f="$field" '{ print $f }'
 			return 0
 		fi
-		grep -q "Can't produce a report" <<<"$out" && continue
+		perftest_clock_unfit "$out" && continue
 		[ "$try" -lt 3 ] || break
 		echo "perf: run failed, again: ${cmd[*]} $* (to $addr)" >&2
 		echo "$out" | tail -5 >&2

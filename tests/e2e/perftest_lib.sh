@@ -50,8 +50,8 @@ pair() {
 		tries=6
 		[ "${SWIW_E2E_TCG:-0}" = 1 ] && tries=8
 		if [ "${PAIR_TRY:-1}" -lt "$tries" ] &&
-			{ cat "$T_TMP/srv.err"; printf '%s\n' "$ERR"; } |
-				grep -q "Can't produce a report"; then
+			perftest_clock_unfit "$(cat "$T_TMP/srv.err")
+$ERR"; then
 			note "$prog $*: perftest's clock fit failed, again"
 			PAIR_TRY=$((${PAIR_TRY:-1} + 1)) pair "$prog" "$report" "$@"
 			return
@@ -71,8 +71,7 @@ pair() {
 	# drops a size's line, or prints it as inf (cma.netns under ASan in
 	# .ci/run). Only for that, run again.
 	if { [ "$rows" -eq 0 ] || { [ -n "${ROWS:-}" ] && [ "$rows" -ne "$ROWS" ]; }; } &&
-		[ "${PAIR_TRY:-1}" -lt 3 ] && printf '%s\n' "$ERR" |
-		grep -q "Correlation coefficient"; then
+		[ "${PAIR_TRY:-1}" -lt 3 ] && perftest_clock_unfit "$ERR"; then
 		note "$prog $*: $rows lines after perftest's clock warning, again"
 		PAIR_TRY=$((${PAIR_TRY:-1} + 1)) pair "$prog" "$report" "$@"
 		return

@@ -296,7 +296,7 @@ t_perf() {
 			note "row: $(grep -E '^ *[0-9]+ +[0-9]+ ' "$T_TMP/cli.out" | tail -1)"
 			[[ $fig =~ ^0*\.?0*$ || $fig =~ inf|nan ]] || break
 			note "a figure of '$fig' (perftest's clock under TCG), again"
-		elif { srv_log; cat "$T_TMP/cli.out"; } | grep -q "Can't produce a report"; then
+		elif perftest_clock_unfit "$(srv_log; cat "$T_TMP/cli.out")"; then
 			note "perftest's clock fit failed under TCG, again"
 		elif perftest_cm_raced "$(cat "$T_TMP/cli.out")"; then
 			# Noted in the row.

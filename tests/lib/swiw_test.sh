@@ -540,6 +540,16 @@ wait_active() {
 	done
 }
 
+# perftest fits its cycle counter against gettimeofday; on a loaded host
+# or under QEMU TCG the fit can fail after a good run. It says
+# "Correlation coefficient r^2: X < 0.9", then reports 0, inf or nothing,
+# and a latency test adds "Can't produce a report" and exits 1.
+# perftest_clock_unfit OUTPUT: true if OUTPUT says the fit failed.
+PERFTEST_CLOCK_RE="^Correlation coefficient r\\^2: .* < 0\\.9\$|^Can't produce a report\$"
+perftest_clock_unfit() {
+	grep -Eq "$PERFTEST_CLOCK_RE" <<<"$1"
+}
+
 # perftest 4.5+0.17 deregisters the MR of its iWARP Send credits only
 # with -R, so without it ibv_dealloc_pd fails with EBUSY at exit, as the
 # kernel's does for any iWARP device, and the program exits 1 after its
