@@ -28,7 +28,11 @@ then a verdict over every cell that has an aim.
 Tests (-t; default: send_lat,write_lat,write_bw,send_bw; "all" is every one):
   send_lat     ib_send_lat, one-way; TCP ping-pong, busy-polled
   send_lat_ev  ib_send_lat -e (sleeps on CQ events); TCP ping-pong blocking
-  write_lat    ib_write_lat (the target polls its memory), one-way
+  write_lat    ib_write_lat (the target polls its memory), one-way; also
+               against tcp_ref -T, TCP whose messages a thread sleeping in
+               recv() places while the program spins on memory: the floor
+               of placement by a progress thread (a table and a line
+               "floor:" after the verdict)
   write_imm_lat  swiw-bench -o write_imm (RDMA Write with Immediate ping-pong;
                perftest has none), one-way; TCP ping-pong, busy-polled
   read_lat     ib_read_lat, round trip; TCP: two one-way hops
@@ -548,6 +552,17 @@ tcp_once() {
 	esac
 }
 
+# floor_once SIZE: tcp_ref lat -T, the same ping-pong with each message
+# placed by a thread that sleeps in recv() while the program spins on
+# memory, as ib_write_lat's target spins while swiw's progress thread
+# places the Write: that design's floor on this machine. Figure in VALUE.
+floor_once() {
+	pair "tcp_ref lat -T -s $1" '' \
+		"${SRV_PIN[@]}" "$TCP_REF" -T -p @PORT@ lat -- \
+		"${CLI_PIN[@]}" "$TCP_REF" -T -p @PORT@ -s "$1" -n "$LAT_ITERS" lat "$ADDR"
+	figure tcp_ref "$1" 4
+}
+
 # fi_once TEST SIZE: libfabric's tcp provider doing the same, where
 # libfabric-bin has a program for it (fi_pingpong: Send latency, one way,
 # the average); its figure in VALUE, or "-".
@@ -667,8 +682,9 @@ peers_of() {
 
 # --- the runs ---------------------------------------------------------------------
 # One a line: test size swiw tcp swiw/tcp aim-op aim met libfabric UCX
-# peers (peers_of) libfabric/tcp UCX/tcp ("-" where there is none); the
-# three ratios are medians of paired runs' ratios (pair_ratio).
+# peers (peers_of) libfabric/tcp UCX/tcp floor swiw/floor floor/tcp ("-"
+# where there is none; the floor is write_lat's, floor_once); the ratios
+# are medians of paired runs' ratios (pair_ratio).
 RESULTS=$T_TMP/results
 : >"$RESULTS"
 
@@ -688,6 +704,22 @@ title_of() {
 		"MB/s (MB = 2^20; higher is better)" ;;
 	*_bw) echo "ib_$1 vs TCP stream: BW average, MB/s (MB = 2^20; higher is better)" ;;
 	esac
+}
+
+# print_floor TEST: the table of swiw against the floor of a placing
+# thread (floor_once), where the test has one.
+print_floor() {
+	awk '$14 != "-"' "$RESULTS" | grep -q "^$1 " || return 0
+	echo
+	echo "ib_$1 vs TCP placed by a thread (tcp_ref -T: the floor of placement by a" \
+		"progress thread that sleeps until data arrives): one-way latency," \
+		"t_typical (median), usec (lower is better)"
+	awk -v t="$1" '
+		BEGIN { printf "%10s %12s %12s %11s %10s\n", "bytes", "swiw", "TCP+thread",
+			"swiw/floor", "floor/TCP" }
+		$1 == t && $14 != "-" {
+			printf "%10d %12.2f %12.2f %10.2fx %9.2fx\n", $2, $3, $14, $15, $16
+		}' "$RESULTS"
 }
 
 # Rows: bytes, swiw, TCP, swiw/TCP, the aim and whether the cell meets it.
@@ -726,11 +758,16 @@ for t in $TESTS; do
 		: >"$T_TMP/tcp.v"
 		: >"$T_TMP/fi.v"
 		: >"$T_TMP/ucx.v"
+		: >"$T_TMP/floor.v"
 		for ((r = 0; r < REPEAT; r++)); do
 			swiw_once "$t" "$size"
 			echo "$VALUE" >>"$T_TMP/swiw.v"
 			tcp_once "$t" "$size"
 			echo "$VALUE" >>"$T_TMP/tcp.v"
+			if [ "$t" = write_lat ]; then
+				floor_once "$size"
+				echo "$VALUE" >>"$T_TMP/floor.v"
+			fi
 			[ -n "$PEERS" ] || continue
 			fi_once "$t" "$size"
 			[ "$VALUE" = - ] || echo "$VALUE" >>"$T_TMP/fi.v"
@@ -746,6 +783,12 @@ for t in $TESTS; do
 		fr=- ur=-
 		[ ! -s "$T_TMP/fi.v" ] || fr=$(pair_ratio "$T_TMP/fi.v" "$T_TMP/tcp.v")
 		[ ! -s "$T_TMP/ucx.v" ] || ur=$(pair_ratio "$T_TMP/ucx.v" "$T_TMP/tcp.v")
+		fl=- flr=- ftr=-
+		if [ -s "$T_TMP/floor.v" ]; then
+			fl=$(median <"$T_TMP/floor.v")
+			flr=$(pair_ratio "$T_TMP/swiw.v" "$T_TMP/floor.v")
+			ftr=$(pair_ratio "$T_TMP/floor.v" "$T_TMP/tcp.v")
+		fi
 		aim=$(aim_of "$t" "$size")
 		met=-
 		if [ "$aim" != - ]; then
@@ -755,10 +798,13 @@ for t in $TESTS; do
 		fi
 		[ "$aim" != - ] || aim='- -'
 		echo "$t $size $sv $tv $ratio $aim $met $fv $uv" \
-			"$(peers_of "$t" "$ratio" "$fr" "$ur") $fr $ur" >>"$RESULTS"
-		progress "$t $size B: swiw $sv, TCP $tv, swiw/TCP ${ratio}"
+			"$(peers_of "$t" "$ratio" "$fr" "$ur") $fr $ur $fl $flr $ftr" >>"$RESULTS"
+		fnote=''
+		[ "$fl" = - ] || fnote=", TCP placed by a thread $fl, swiw/floor $flr"
+		progress "$t $size B: swiw $sv, TCP $tv, swiw/TCP ${ratio}$fnote"
 	done
 	print_table "$t"
+	print_floor "$t"
 done
 
 # --- verdict ----------------------------------------------------------------------
@@ -802,6 +848,22 @@ if [ -n "$PEERS" ]; then
 					ahead, n, list
 		}' "$RESULTS")
 fi
+# Where write_lat misses its aim, what the floor says of it: the aim is
+# out of reach of any design that places from a sleeping thread when the
+# floor itself is above it.
+floor_line=$(awk '
+	$1 == "write_lat" && $14 != "-" && $8 != "-" {
+		if (!n++ || $16 < flo) flo = $16
+		if (n == 1 || $16 > fhi) fhi = $16
+		if (n == 1 || $15 < slo) slo = $15
+		if (n == 1 || $15 > shi) shi = $15
+	}
+	END {
+		if (n)
+			printf "floor: ib_write_lat, TCP placed by a thread is %.2f-%.2fx busy-polled TCP;" \
+				" swiw is %.2f-%.2fx that floor (%d cells)\n", flo, fhi, slo, shi, n
+	}' "$RESULTS")
+[ -z "$floor_line" ] || verdict+=$'\n'$floor_line
 echo
 echo "$verdict"
 

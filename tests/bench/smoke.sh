@@ -34,6 +34,13 @@ out_has "^ +1 +$NUM +$NUM +${NUM}x +<=1\.2x  (MET|MISSED)\$" "send_lat's aim at 
 out_has "^ +65536 +$NUM +$NUM +${NUM}x +>=0\.9x  (MET|MISSED)\$" "the aim at 64 KiB"
 out_has "^verdict: (all 8 cells with an aim MET|[0-7] of 8 cells with an aim MET; MISSED: ib_.*)\$"
 pass "four tables with two sizes each, each cell's aim, and the verdict"
+# write_lat beside its floor, TCP placed by a thread (tcp_ref -T).
+TABLE=$(printf '%s\n' "$OUT" | awk 'index($0, "ib_write_lat vs TCP placed by a thread") == 1 {
+	on = 1; next } on && NF == 0 { exit } on')
+assert_has "$TABLE" "^ +bytes +swiw +TCP\+thread +swiw/floor +floor/TCP\$" "header of the floor table"
+assert_count "$TABLE" "^ +(1|4096) +$NUM +$NUM +${NUM}x +${NUM}x\$" 2 "rows of the floor table"
+out_has "^floor: ib_write_lat, TCP placed by a thread is $NUM-${NUM}x busy-polled TCP; swiw is $NUM-${NUM}x that floor \(2 cells\)\$"
+pass "write_lat's floor: a table and a line after the verdict"
 
 CSV=$(cat "$T_TMP/figures.csv")
 assert_eq "$(printf '%s\n' "$CSV" | head -1)" "test,bytes,metric,unit,swiw,tcp,ratio,aim,met" \

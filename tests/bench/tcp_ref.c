@@ -23,6 +23,14 @@
  * vCPUs shared with other work) a plain spinner would hold the CPU its
  * peer needs for a time slice: 4 ms one-way instead of 6 us for 64 B.
  * -P spins (and yields) for ever, -B blocks in send/recv.
+ *
+ * lat -T: a second thread on each end receives, blocking in recv(), and
+ * places each message; the main thread spins on the count of placed
+ * messages (no syscall, no yield) and sends the next. That is how
+ * ib_write_lat meets an RDMA engine whose progress thread sleeps until
+ * the socket has data: the program spins on its memory and only a
+ * thread wake-up places the Write. It is the floor of that design on
+ * this machine, beside the busy-polled figure.
  * The client tells the server the mode, size and count, so the server
  * needs only its port.
  *
@@ -36,7 +44,9 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -80,6 +90,7 @@ struct swiw_tr_hello {
 
 static const char *prog = "tcp_ref";
 static bool blocking;
+static bool placer; /* lat -T */
 static double spin_s = 50e-6; /* < 0: for ever */
 
 static void usage(FILE *f)
@@ -106,6 +117,10 @@ static void usage(FILE *f)
 		"                        before blocking in poll() (default 50)\n"
 		"  -P, --busy-poll       spin for ever, never block\n"
 		"  -B, --blocking        block in send/recv at once\n"
+		"  -T, --placer          lat: a thread receives (blocking) and places\n"
+		"                        each message; the main thread spins on the\n"
+		"                        placed count, as ib_write_lat's target spins\n"
+		"                        on its memory\n"
 		"  -h, --help            this text\n",
 		prog, prog, SWIW_TR_MAX_SIZE);
 }
@@ -252,8 +267,85 @@ static int open_socket(const struct swiw_tr_opts *o)
 	return fd;
 }
 
+/*
+ * lat -T: the placing thread. It receives every message of the run into
+ * the buffer, blocking, and publishes the count of messages placed.
+ */
+struct swiw_tr_placer {
+	pthread_t thread;
+	int fd;
+	char *buf;
+	uint32_t size;
+	uint32_t total;
+	atomic_uint placed;
+	atomic_int err; /* errno + 1 of a failed recv, -1: the peer closed */
+};
+
+static void *placer_main(void *arg)
+{
+	struct swiw_tr_placer *pl = arg;
+	uint32_t i, got;
+	ssize_t n;
+
+	for (i = 0; i < pl->total; i++) {
+		for (got = 0; got < pl->size; got += (uint32_t)n) {
+			n = recv(pl->fd, pl->buf + got, pl->size - got, 0);
+			if (n < 0 && errno == EINTR) {
+				n = 0;
+				continue;
+			}
+			if (n <= 0) {
+				atomic_store(&pl->err, n ? errno + 1 : -1);
+				return NULL;
+			}
+		}
+		atomic_store_explicit(&pl->placed, i + 1, memory_order_release);
+	}
+	return NULL;
+}
+
+/*
+ * The @i-th message (from 0) has arrived in @buf: received here, or, with
+ * @pl, placed by its thread while this one spins.
+ */
+static bool lat_wait(int fd, struct swiw_tr_placer *pl, char *buf,
+		     uint32_t size, uint32_t i)
+{
+	int err;
+
+	if (!pl)
+		return recv_all(fd, buf, size);
+	while (atomic_load_explicit(&pl->placed, memory_order_acquire) <= i) {
+		err = atomic_load_explicit(&pl->err, memory_order_relaxed);
+		if (err) {
+			errno = err < 0 ? 0 : err - 1;
+			return false;
+		}
+	}
+	return true;
+}
+
+static int placer_start(struct swiw_tr_placer *pl, int fd, char *buf,
+			const struct swiw_tr_opts *o)
+{
+	int err;
+
+	pl->fd = fd;
+	pl->buf = buf;
+	pl->size = o->size;
+	pl->total = o->warmup + o->iters;
+	atomic_init(&pl->placed, 0);
+	atomic_init(&pl->err, 0);
+	err = pthread_create(&pl->thread, NULL, placer_main, pl);
+	if (err)
+		fprintf(stderr, "%s: pthread_create: %s\n", prog,
+			strerror(err));
+	return err ? -1 : 0;
+}
+
 /* Client side of lat: the timed round trips, then the report. */
-static int lat_client(int fd, const struct swiw_tr_opts *o, char *buf)
+static int lat_client(int fd, const struct swiw_tr_opts *o, char *buf,
+		      struct swiw_tr_placer *pl)
 {
 	struct swiw_bu_stats st;
 	double *rtt, t0;
@@ -270,7 +362,7 @@ static int lat_client(int fd, const struct swiw_tr_opts *o, char *buf)
 			report_io("send", errno);
 			goto fail;
 		}
-		if (!recv_all(fd, buf, o->size)) {
+		if (!lat_wait(fd, pl, buf, o->size, i)) {
 			report_io("recv", errno);
 			goto fail;
 		}
@@ -292,12 +384,13 @@ fail:
 }
 
 /* Server side of lat: echo every message back. */
-static int lat_server(int fd, const struct swiw_tr_opts *o, char *buf)
+static int lat_server(int fd, const struct swiw_tr_opts *o, char *buf,
+		      struct swiw_tr_placer *pl)
 {
 	uint32_t i;
 
 	for (i = 0; i < o->warmup + o->iters; i++) {
-		if (!recv_all(fd, buf, o->size)) {
+		if (!lat_wait(fd, pl, buf, o->size, i)) {
 			report_io("recv", errno);
 			return -1;
 		}
@@ -417,9 +510,11 @@ static int server_hello(int fd, struct swiw_tr_opts *o)
 
 static int run(struct swiw_tr_opts *o)
 {
+	struct swiw_tr_placer pl;
 	struct swiw_tr_hello h;
 	int fd, lfd = -1, rc = -1;
-	char *buf = NULL;
+	char *buf = NULL, *pbuf = NULL;
+	bool started = false;
 	size_t buf_len;
 
 	fd = open_socket(o);
@@ -467,12 +562,30 @@ static int run(struct swiw_tr_opts *o)
 		goto out;
 	}
 	memset(buf, 0x5a, buf_len);
+	if (o->mode == SWIW_TR_LAT && placer) {
+		/* received into its own buffer, as a Write into the target's */
+		pbuf = malloc(o->size);
+		if (!pbuf || placer_start(&pl, fd, pbuf, o)) {
+			if (!pbuf)
+				fprintf(stderr, "%s: out of memory\n", prog);
+			goto out;
+		}
+		started = true;
+	}
 	if (o->mode == SWIW_TR_LAT)
-		rc = o->host ? lat_client(fd, o, buf) : lat_server(fd, o, buf);
+		rc = o->host ? lat_client(fd, o, buf, started ? &pl : NULL) :
+			       lat_server(fd, o, buf, started ? &pl : NULL);
 	else
 		rc = o->host ? bw_client(fd, o, buf) :
 			       bw_server(fd, buf, buf_len);
 out:
+	if (started) {
+		/* a failed run: the peer's close ends the thread's recv */
+		if (rc)
+			shutdown(fd, SHUT_RDWR);
+		pthread_join(pl.thread, NULL);
+	}
+	free(pbuf);
 	free(buf);
 	if (fd >= 0)
 		close(fd);
@@ -493,6 +606,7 @@ int main(int argc, char **argv)
 		{ "spin", required_argument, NULL, 'S' },
 		{ "busy-poll", no_argument, NULL, 'P' },
 		{ "blocking", no_argument, NULL, 'B' },
+		{ "placer", no_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -504,7 +618,7 @@ int main(int argc, char **argv)
 
 	if (argc > 0 && argv[0][0])
 		prog = argv[0];
-	while ((c = getopt_long(argc, argv, "p:b:s:n:w:D:S:PBh", longopts,
+	while ((c = getopt_long(argc, argv, "p:b:s:n:w:D:S:PBTh", longopts,
 				NULL)) != -1) {
 		switch (c) {
 		case 'p':
@@ -550,6 +664,9 @@ int main(int argc, char **argv)
 		case 'B':
 			blocking = true;
 			break;
+		case 'T':
+			placer = true;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -578,6 +695,11 @@ int main(int argc, char **argv)
 		o.host = argv[optind + 1];
 	if (o.duration > 0 && o.mode != SWIW_TR_BW) {
 		fprintf(stderr, "%s: -D applies to bw only\n", prog);
+		return 2;
+	}
+	if (placer && (o.mode != SWIW_TR_LAT || blocking)) {
+		fprintf(stderr, "%s: -T applies to lat without -B only\n",
+			prog);
 		return 2;
 	}
 	if (o.duration > 0 && have_iters) {
