@@ -80,10 +80,12 @@ cstart=$SECONDS
 # and its exit status into checks/NAME.rc, read in order below.
 mkdir -p "$keep/checks"
 declare -A checking=()
+nchecks=$(awk -F'|' '$1 != "" && $7 == "PASS" { print $1 }' "$keep/results" | sort -u | wc -l)
 while IFS='|' read -r name _ _ _ _ _ r _ _ _ _ crc maddrs _; do
 	[ -n "$name" ] && [ "$r" = PASS ] && [ -z "${checking[$name]:-}" ] || continue
 	checking[$name]=1
 	job_slot
+	note "judging the capture of $name (${#checking[@]} of $nchecks)"
 	# shellcheck disable=SC2086 # addresses are words
 	{
 		bash "$CHECK" "$keep/runs/$name.pcap" "$crc" ${maddrs//[,-]/ } \

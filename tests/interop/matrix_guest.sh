@@ -29,7 +29,7 @@ SWA=10.9.2.2
 NS=swns
 ROWS=${MATRIX_ROWS:-.}
 # Small runs: the whole matrix must fit in a few minutes of TCG.
-BW_N=${MATRIX_BW_N:-200}
+BW_N=${MATRIX_BW_N:-100}
 READ_N=${MATRIX_READ_N:-100}
 LAT_N=${MATRIX_LAT_N:-200}
 PING_N=${MATRIX_PING_N:-100}
