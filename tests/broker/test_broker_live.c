@@ -534,6 +534,18 @@ static void test_missing_binary(void **state)
 	assert_int_equal(swiw_broker_open(&o, &b), ENOENT);
 }
 
+/* A broker that fails to start is reported at once, not started again. */
+static void test_broken_binary(void **state)
+{
+	struct swiw_broker_opts o = { .path = "/bin/false" };
+	struct swiw_broker *b = NULL;
+	uint64_t t0 = now_ms();
+
+	(void)state;
+	assert_int_equal(swiw_broker_open(&o, &b), EIO);
+	assert_true(now_ms() - t0 < 1000);
+}
+
 /*
  * A client killed at any time loses its QPs: a Request held for one is
  * refused at once, later ones find no QP, and the broker goes on.
@@ -1245,6 +1257,7 @@ int main(void)
 		cmocka_unit_test_setup(test_port_taken, new_netns),
 		cmocka_unit_test_setup(test_port_mismatch, new_netns),
 		cmocka_unit_test_setup(test_missing_binary, new_netns),
+		cmocka_unit_test_setup(test_broken_binary, new_netns),
 		cmocka_unit_test_setup(test_sigkill_drops, new_netns),
 		cmocka_unit_test_setup(test_exit_race_stress, new_netns),
 		cmocka_unit_test_setup(test_queued_hand_over, new_netns),
@@ -1275,6 +1288,8 @@ int main(void)
 			"FAIL: SWIW_BROKER must name the swiw-broker executable\n");
 		return 1;
 	}
+	if (getenv("SWIW_TEST_FILTER"))
+		cmocka_set_test_filter(getenv("SWIW_TEST_FILTER"));
 	/* A thousand connections at once in test_queued_hand_over. */
 	{
 		struct rlimit r;

@@ -192,7 +192,9 @@ struct swiw_broker_opts {
  *   EBUSY       a broker serving another port runs in this namespace;
  *   EPROTONOSUPPORT  the running broker speaks another protocol version
  *               (an older one still serving other processes);
- *   ETIMEDOUT, ECONNREFUSED  the broker did not answer;
+ *   EIO         the broker started but failed (its exit status is logged);
+ *   ETIMEDOUT, ECONNREFUSED  the broker did not answer (brokers exiting
+ *               as we came are tried again for five seconds);
  *   ENOMEM, EMFILE, ...
  * Every failure is also logged once with what to do about it.
  */

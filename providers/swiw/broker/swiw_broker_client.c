@@ -45,8 +45,12 @@
 #define BROKER_REPLY_TIMEOUT_MS 5000
 /* How long a started broker has to accept the first connection. */
 #define BROKER_START_TIMEOUT_MS 3000
-/* Attempts at a session when a broker closes under us (idle exit). */
-#define BROKER_OPEN_ATTEMPTS 5
+/*
+ * How long an open keeps trying when brokers close under it (idle exit):
+ * each refusal means one exited, so a count of attempts would be used up
+ * by a busy machine's scheduling, not by a fault.
+ */
+#define BROKER_OPEN_TIMEOUT_MS 5000
 
 #define DIAL_BACKOFF_MIN_MS 20
 #define DIAL_BACKOFF_MAX_MS 500
@@ -247,7 +251,8 @@ static int broker_spawn(const char *path, uint16_t port, bool *known)
 	else
 		swiw_err("the connection broker %s failed to start (signal %d)",
 			 path, WIFSIGNALED(st) ? WTERMSIG(st) : 0);
-	return ECONNREFUSED;
+	/* Not ECONNREFUSED: starting it again would fail again. */
+	return EIO;
 }
 
 /* --- the session ------------------------------------------------------ */
@@ -381,7 +386,9 @@ int swiw_broker_open(const struct swiw_broker_opts *opts,
 				opts->port :
 				(uint16_t)swiw_config()->broker_port;
 	struct swiw_broker *b;
-	int attempt, err = ECONNREFUSED;
+	uint64_t end = swiw_broker_now_ms() + BROKER_OPEN_TIMEOUT_MS;
+	unsigned int attempt;
+	int err;
 
 	if (!out)
 		return EINVAL;
@@ -390,20 +397,22 @@ int swiw_broker_open(const struct swiw_broker_opts *opts,
 		return ENOMEM;
 	pthread_mutex_init(&b->lock, NULL);
 	b->evt = -1;
-	for (attempt = 0; attempt < BROKER_OPEN_ATTEMPTS; attempt++) {
+	for (attempt = 0;; attempt++) {
+		/* After two misses, let the exiting broker finish. */
+		if (attempt >= 2)
+			sleep_ms(attempt < 10 ? 5 * attempt : 50);
 		err = session_connect(opts, port, &b->ctl);
-		if (err == ECONNREFUSED)
-			continue;
-		if (err)
-			break;
-		err = hello(b, port);
 		if (!err) {
-			*out = b;
-			return 0;
+			err = hello(b, port);
+			if (!err) {
+				*out = b;
+				return 0;
+			}
+			close(b->ctl);
 		}
-		close(b->ctl);
 		/* A broker closing as we came (idle exit): go again. */
-		if (err != ENOTCONN)
+		if ((err != ECONNREFUSED && err != ENOTCONN) ||
+		    swiw_broker_now_ms() >= end)
 			break;
 	}
 	if (err == ECONNREFUSED || err == ENOTCONN || err == ETIMEDOUT)
