@@ -113,7 +113,10 @@ while IFS='|' read -r name group tool srv cli mpa r f unit pcap ports crc maddrs
 			echo "ok - $name: $(tail -1 <<<"$out")"
 		else
 			echo "$out" | sed "s/^/    $name: /"
-			echo "FAIL: $name: the capture does not decode clean"
+			# The first reason on the FAIL line: a CI summary keeps
+			# only those.
+			why=$(grep -m1 '^FAIL' <<<"$out" | cut -c7-200)
+			echo "FAIL: $name: the capture does not decode clean${why:+: $why}"
 			r=FAIL note="capture"
 		fi
 	else

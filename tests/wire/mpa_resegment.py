@@ -21,7 +21,8 @@
 # number its data has reached there. Everything else (other connections,
 # handshakes, FIN and RST) is copied. The walk checks what Wireshark
 # cannot see: it fails ("FAIL: ..." and exit 1) when a direction's bytes
-# have a hole, when a retransmission carries other bytes than the first
+# have a hole (a segment captured ahead of one still missing waits for
+# it: a receiver's capture may hold them out of order), when a retransmission carries other bytes than the first
 # transmission did, when the FPDUs do not end exactly where the data does
 # (unless a reset cut the last one), or when a marker does not point back
 # at its FPDU.
@@ -133,26 +134,45 @@ def main():
             reset.add((s.key[2], s.key[3], s.key[0], s.key[1]))
 
     # Each direction's bytes, and for each octet offset the index of the
-    # record that first carried it.
+    # record by which the capture held it and all before it. A capture
+    # of received packets may hold a segment before the one ahead of it
+    # (the CPUs handed them over out of order): it waits in "ahead" until
+    # the gap fills. A gap still open at the end is a hole.
     streams = {}
+    ahead = {}  # direction -> [(offset, payload)] captured past a gap
+
+    def place(key, off, payload, i):
+        data, first = streams[key]
+        end = off + len(payload)
+        over = min(end, len(data)) - off
+        if over > 0 and data[off:off + over] != payload[:over]:
+            fail("%s: a retransmission of octets %d to %d differs from the "
+                 "first transmission" % (name(key), off, off + over - 1))
+        if end > len(data):
+            data[len(data):] = payload[len(data) - off:]
+            first.extend([i] * (end - len(first)))
+
     for i, s in enumerate(segs):
         if not s.tcp or not s.payload or s.key not in isn:
             continue
-        data, first = streams.setdefault(s.key, (bytearray(), []))
+        data, _ = streams.setdefault(s.key, (bytearray(), []))
         off = (s.seq - isn[s.key]) & 0xFFFFFFFF
         if off > len(data):
-            fail("%s: octets %d to %d are missing from the capture"
-                 % (name(s.key), len(data), off - 1))
-            isn.pop(s.key)
+            ahead.setdefault(s.key, []).append((off, s.payload))
             continue
-        end = off + len(s.payload)
-        over = min(end, len(data)) - off
-        if over > 0 and data[off:off + over] != s.payload[:over]:
-            fail("%s: a retransmission of octets %d to %d differs from the "
-                 "first transmission" % (name(s.key), off, off + over - 1))
-        if end > len(data):
-            data[len(data):] = s.payload[len(data) - off:]
-            first.extend([i] * (end - len(first)))
+        place(s.key, off, s.payload, i)
+        wait = ahead.get(s.key)
+        while wait:
+            wait.sort(key=lambda w: w[0])
+            if wait[0][0] > len(data):
+                break
+            place(s.key, *wait.pop(0), i)
+    for key, wait in ahead.items():
+        if wait:
+            fail("%s: octets %d to %d are missing from the capture"
+                 % (name(key), len(streams[key][0]),
+                    min(w[0] for w in wait) - 1))
+            isn.pop(key)
 
     out = {}  # record index -> [new packets]
     skipped = {}  # direction -> FPDUs left out

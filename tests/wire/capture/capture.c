@@ -23,11 +23,13 @@
  * WRITE RTR, markers both ways, CRC) cut as a TCP stack under pressure
  * cuts it: segments that end inside FPDUs, and a retransmission with other
  * bounds than the segments it repeats. It is for capture_check.sh, whose
- * FPDU walk must see through that (FLAW none) and must catch what a live
- * capture can get wrong: a segment missing (hole), a retransmission that
- * differs (retx), a marker pointing elsewhere (marker), a stream ending
- * inside an FPDU (length), a bad CRC in an FPDU that ends on a marker
- * point, which Wireshark 4.0 cannot read and the walk checks (crc).
+ * FPDU walk must see through that (FLAW none) and through a segment
+ * captured after the one behind it, as a receiver's capture may hold them
+ * (reorder), and must catch what a live capture can get wrong: a segment
+ * missing (hole), a retransmission that differs (retx), a marker pointing
+ * elsewhere (marker), a stream ending inside an FPDU (length), a bad CRC
+ * in an FPDU that ends on a marker point, which Wireshark 4.0 cannot read
+ * and the walk checks (crc).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -378,10 +380,29 @@ static void cut_step(struct conv *cv, int d, struct cut_dir *c)
 		n = c->len - c->off;
 	if (c->k < SWIW_ARRAY_SIZE(c->mark))
 		c->mark[c->k] = c->off;
-	if (flaw("hole") && d == 0 && c->k == 7)
+	if (flaw("hole") && d == 0 && c->k == 7) {
 		cv->tcp.seq[d] += (u32)n; /* never captured */
-	else
+	} else if (flaw("reorder") && d == 0 && c->k == 7 &&
+		   c->off + n < c->len) {
+		/* Captured after the one behind it, as a receiver may. */
+		size_t n2 = sizes[(c->k + 1) % SWIW_ARRAY_SIZE(sizes)];
+
+		if (n2 > c->len - c->off - n)
+			n2 = c->len - c->off - n;
+		next = cv->tcp.seq[d];
+		cv->tcp.seq[d] += (u32)n;
+		cv->tcp.gapped[d] = true; /* its ACK: a duplicate */
+		cv->tcp.gap[d] = next;
+		tcp_conv_send(&cv->tcp, d, b + c->off + n, n2);
+		cv->tcp.gapped[d] = false;
+		cv->tcp.seq[d] = next;
 		tcp_conv_send(&cv->tcp, d, b + c->off, n);
+		cv->tcp.seq[d] = next + (u32)(n + n2);
+		c->off += n2;
+		c->k++;
+	} else {
+		tcp_conv_send(&cv->tcp, d, b + c->off, n);
+	}
 	if (c->k == 4) {
 		size_t r = c->off + n - (c->mark[2] - 100);
 
@@ -473,13 +494,15 @@ int main(int argc, char **argv)
 
 	if (argc == 4 && !strcmp(argv[1], "--cut")) {
 		cut_flaw = argv[2];
-		if (!flaw("none") && !flaw("hole") && !flaw("retx") &&
-		    !flaw("marker") && !flaw("length") && !flaw("crc"))
+		if (!flaw("none") && !flaw("reorder") && !flaw("hole") &&
+		    !flaw("retx") && !flaw("marker") && !flaw("length") &&
+		    !flaw("crc"))
 			die("--cut: no such flaw", 0);
 		argv += 2;
 	} else if (argc != 2) {
-		fprintf(stderr, "usage: wire_capture [--cut none|hole|retx|"
-				"marker|length|crc] FILE.pcap\n");
+		fprintf(stderr,
+			"usage: wire_capture [--cut none|reorder|hole|retx|"
+			"marker|length|crc] FILE.pcap\n");
 		return 2;
 	}
 	for (i = 0; i < sizeof(payload); i++)

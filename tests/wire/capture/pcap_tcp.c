@@ -89,7 +89,9 @@ static void emit(struct tcp_conv *c, int dir, uint8_t flags, const void *data,
 	put16(tcp, c->port[dir]);
 	put16(tcp + 2, c->port[!dir]);
 	put32(tcp + 4, c->seq[dir]);
-	put32(tcp + 8, (flags & TH_ACK) ? c->seq[!dir] : 0);
+	put32(tcp + 8, !(flags & TH_ACK) ? 0 :
+		       c->gapped[!dir]	 ? c->gap[!dir] :
+					   c->seq[!dir]);
 	tcp[12] = 5 << 4;
 	tcp[13] = flags;
 	put16(tcp + 14, 65535);

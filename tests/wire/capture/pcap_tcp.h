@@ -7,6 +7,7 @@
 #ifndef SWIW_PCAP_TCP_H
 #define SWIW_PCAP_TCP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -21,6 +22,10 @@ struct tcp_conv {
 	uint32_t ip[2]; /* host order; side 0 is the initiator */
 	uint16_t port[2];
 	uint32_t seq[2]; /* next sequence number each side sends */
+	/* Set: the other side acks a side's data up to gap[side] only, as a
+	 * receiver does while a segment before the ones it has is missing. */
+	bool gapped[2];
+	uint32_t gap[2];
 	unsigned int mss;
 };
 
