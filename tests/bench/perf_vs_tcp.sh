@@ -853,7 +853,8 @@ fi
 # floor itself is above it.
 floor_line=$(awk '
 	$1 == "write_lat" && $14 != "-" && $8 != "-" {
-		if (!n++ || $16 < flo) flo = $16
+		n++
+		if (n == 1 || $16 < flo) flo = $16
 		if (n == 1 || $16 > fhi) fhi = $16
 		if (n == 1 || $15 < slo) slo = $15
 		if (n == 1 || $15 > shi) shi = $15
