@@ -11,6 +11,7 @@
 #include <linux/mm_types.h>
 #include <linux/mutex.h>
 #include <linux/refcount.h>
+#include <linux/spinlock.h>
 #include <linux/wait.h>
 #include <linux/workqueue.h>
 #include <linux/xarray.h>
@@ -46,6 +47,7 @@ struct swiw_kmr {
 	bool writable;
 	struct mm_struct *mm; /* mmgrab'd: pinned_vm is returned to it */
 	struct page **pages;
+	struct work_struct free_work; /* a last put in softirq frees here */
 };
 
 /*
@@ -63,13 +65,15 @@ struct swiw_kqueue {
 	size_t size; /* octets the provider maps (page multiple) */
 	void *mem; /* vmalloc_user: zeroed, mappable */
 	u32 users; /* attached streams, under file->lock */
-	/* SWIW_QUEUE_RQ: the consumer side every stream on it shares. */
-	struct mutex rq_lock;
+	/* SWIW_QUEUE_RQ: the consumer side every stream on it shares
+	 * (taken in softirq too: a spinlock, BH off). */
+	spinlock_t rq_lock;
 	struct swiw_lower_rq rq;
 };
 
 struct swiw_kfile {
-	struct xarray mrs; /* STag index -> struct swiw_kmr */
+	/* STag index -> struct swiw_kmr; looked up in softirq (LOCK_BH) */
+	struct xarray mrs;
 	struct xarray queues; /* queue id -> struct swiw_kqueue */
 	struct xarray streams; /* stream id -> struct swiw_kstream */
 	u32 next_stream; /* xa_alloc_cyclic's cursor, under lock */

@@ -39,7 +39,7 @@ static int swiw_open(struct inode *inode, struct file *file)
 	f = kzalloc(sizeof(*f), GFP_KERNEL);
 	if (!f)
 		return -ENOMEM;
-	xa_init_flags(&f->mrs, XA_FLAGS_ALLOC1);
+	xa_init_flags(&f->mrs, XA_FLAGS_ALLOC1 | XA_FLAGS_LOCK_BH);
 	xa_init_flags(&f->queues, XA_FLAGS_ALLOC1);
 	xa_init_flags(&f->streams, XA_FLAGS_ALLOC1);
 	mutex_init(&f->lock);

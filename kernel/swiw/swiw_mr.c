@@ -186,22 +186,22 @@ int swiw_mr_reg(struct swiw_kfile *f, void __user *arg)
 	 * Reserve the index, then publish the region whole: the data path
 	 * may look it up from then on, and must never see it half made.
 	 */
-	ret = xa_alloc(&f->mrs, &idx, NULL, XA_LIMIT(1, SWIW_MAX_MR),
-		       GFP_KERNEL);
+	ret = xa_alloc_bh(&f->mrs, &idx, NULL, XA_LIMIT(1, SWIW_MAX_MR),
+			  GFP_KERNEL);
 	if (ret) {
 		ret = ret == -EBUSY ? -ENOMEM : ret; /* table full */
 		goto err_pin;
 	}
 	mr->stag = idx << 8 | get_random_u8();
-	ret = xa_err(xa_store(&f->mrs, idx, mr, GFP_KERNEL));
+	ret = xa_err(xa_store_bh(&f->mrs, idx, mr, GFP_KERNEL));
 	if (ret) {
-		xa_erase(&f->mrs, idx);
+		xa_erase_bh(&f->mrs, idx);
 		goto err_pin;
 	}
 	req.stag = mr->stag;
 	if (copy_to_user(arg, &req, sizeof(req))) {
 		/* Nobody learnt the STag: undo, unless a guess freed it. */
-		if (xa_cmpxchg(&f->mrs, idx, mr, NULL, GFP_KERNEL) == mr)
+		if (xa_cmpxchg_bh(&f->mrs, idx, mr, NULL, GFP_KERNEL) == mr)
 			swiw_mr_put(mr);
 		return -EFAULT;
 	}
@@ -229,14 +229,14 @@ int swiw_mr_dereg(struct swiw_kfile *f, void __user *arg)
 	if (req.rsvd)
 		return -EINVAL;
 	/* Index and key must both match: a stale STag frees nothing. */
-	xa_lock(&f->mrs);
+	xa_lock_bh(&f->mrs);
 	mr = xa_load(&f->mrs, req.stag >> 8);
 	if (!mr || mr->stag != req.stag) {
-		xa_unlock(&f->mrs);
+		xa_unlock_bh(&f->mrs);
 		return -EINVAL;
 	}
 	__xa_erase(&f->mrs, req.stag >> 8);
-	xa_unlock(&f->mrs);
+	xa_unlock_bh(&f->mrs);
 	swiw_mr_put(mr);
 	return 0;
 }
@@ -250,10 +250,24 @@ void swiw_mr_release_all(struct swiw_kfile *f)
 	xa_destroy(&f->mrs);
 }
 
+static void swiw_mr_free_work(struct work_struct *w)
+{
+	swiw_mr_free(container_of(w, struct swiw_kmr, free_work));
+}
+
 void swiw_mr_put(struct swiw_kmr *mr)
 {
-	if (refcount_dec_and_test(&mr->ref))
-		swiw_mr_free(mr);
+	if (!refcount_dec_and_test(&mr->ref))
+		return;
+	/* Placement in softirq, or under a BH lock, held the last
+	 * reference (the region was deregistered meanwhile): unpinning
+	 * and freeing the page array wait for process context. */
+	if (in_interrupt()) {
+		INIT_WORK(&mr->free_work, swiw_mr_free_work);
+		queue_work(swiw_wq, &mr->free_work);
+		return;
+	}
+	swiw_mr_free(mr);
 }
 
 /*
@@ -267,18 +281,18 @@ int swiw_mr_get(struct swiw_kfile *f, u32 pd, u32 stag,
 {
 	struct swiw_kmr *mr;
 
-	xa_lock(&f->mrs);
+	xa_lock_bh(&f->mrs);
 	mr = xa_load(&f->mrs, stag >> 8);
 	if (!mr || mr->stag != stag || READ_ONCE(mr->invalid)) {
-		xa_unlock(&f->mrs);
+		xa_unlock_bh(&f->mrs);
 		return -ENOENT;
 	}
 	if (mr->pd != pd) {
-		xa_unlock(&f->mrs);
+		xa_unlock_bh(&f->mrs);
 		return -EPERM;
 	}
 	refcount_inc(&mr->ref);
-	xa_unlock(&f->mrs);
+	xa_unlock_bh(&f->mrs);
 	out->handle = mr;
 	out->base = mr->addr;
 	out->len = mr->length;
@@ -298,7 +312,7 @@ int swiw_mr_invalidate(struct swiw_kfile *f, u32 pd, u32 stag)
 	struct swiw_kmr *mr;
 	int ret = -ENOENT;
 
-	xa_lock(&f->mrs);
+	xa_lock_bh(&f->mrs);
 	mr = xa_load(&f->mrs, stag >> 8);
 	if (mr && mr->stag == stag && !mr->invalid) {
 		if (mr->pd != pd) {
@@ -308,7 +322,7 @@ int swiw_mr_invalidate(struct swiw_kfile *f, u32 pd, u32 stag)
 			ret = 0;
 		}
 	}
-	xa_unlock(&f->mrs);
+	xa_unlock_bh(&f->mrs);
 	return ret;
 }
 

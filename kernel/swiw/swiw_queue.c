@@ -65,7 +65,7 @@ int swiw_queue_alloc(struct swiw_kfile *f, void __user *arg)
 	q->num = req.num;
 	q->stride = req.stride;
 	q->size = size;
-	mutex_init(&q->rq_lock);
+	spin_lock_init(&q->rq_lock);
 
 	/* The budget counts rings until their memory goes, mapped or not. */
 	if (atomic_long_add_return(size, &f->queue_bytes) >
@@ -130,7 +130,6 @@ void swiw_queue_put(struct swiw_kqueue *q)
 	if (!refcount_dec_and_test(&q->ref))
 		return;
 	atomic_long_sub(q->size, &q->file->queue_bytes);
-	mutex_destroy(&q->rq_lock);
 	vfree(q->mem);
 	kfree(q);
 }

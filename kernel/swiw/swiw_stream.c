@@ -4,18 +4,24 @@
  * connected TCP socket and its rings; the wire core's lower half
  * (swiw_lower.h) then runs here, over this file's pinned regions:
  *
- * - receive: the socket's data_ready (softirq) only queues rx_work, which
- *   takes the stream's mutex and the socket lock and feeds the queued skbs
- *   to swiw_lower_rx() in place (tcp_read_sock), leaving in TCP what it
- *   did not take (event ring full: until the next doorbell);
+ * - receive: the socket's data_ready feeds the queued skbs to
+ *   swiw_lower_rx() in place (tcp_read_sock) where TCP calls it, in
+ *   softirq as the kernel's siw does, so a Write is placed without a
+ *   thread to wake; rx_work does it instead when the stream was in use
+ *   then, and reports the end of the stream. What reception did not take
+ *   (event ring full) stays in TCP until the next doorbell. Responses
+ *   that receive queued are sent by tx_work (sending may sleep);
  * - transmit: DOORBELL runs swiw_lower_tx() in the caller's context; when
  *   it waits for room, write_space queues tx_work to go on;
  * - DETACH and release() give the socket its callbacks back, cancel the
  *   work items and run swiw_lower_fini(), whatever state the stream is in.
  *
- * Every swiw_lower call is made under the stream's mutex. Lock order:
- * file->lock, then stream->mutex, then the socket lock; the socket's
- * sk_callback_lock is only ever taken alone.
+ * Every swiw_lower call is made by the stream's one owner (busy, under
+ * own_lock): data_ready takes it if it is free, else leaves rx_again for
+ * the owner; process context takes the mutex, then waits out a softirq
+ * owner. Lock order: file->lock, then stream->mutex, then the socket
+ * lock; sk_callback_lock (read, in data_ready) before own_lock, the RQ's
+ * rq_lock and the region table's lock; own_lock is held over no call.
  */
 #include <linux/net.h>
 #include <linux/file.h>
@@ -46,7 +52,10 @@ struct swiw_kstream {
 	struct swiw_kfile *file;
 	u32 id;
 	u32 pd; /* regions of this PD only */
-	struct mutex mutex; /* every swiw_lower call; dead; in_rx */
+	struct mutex mutex; /* process-context owners, one at a time */
+	spinlock_t own_lock; /* busy, rx_again */
+	bool busy; /* owned: the lower half is in use */
+	bool rx_again; /* data_ready found it owned: receive once more */
 	bool dead; /* detached: the work items do nothing more */
 	bool in_rx; /* the socket lock is held: send must not take it */
 	bool closed; /* swiw_lower_rx_closed() was called */
@@ -105,14 +114,17 @@ static int swiw_env_mr_atomic(void *env, void *handle, u64 addr,
 	return swiw_mr_atomic(handle, addr, a, orig);
 }
 
+/* Taken in softirq too (receive): BH off. */
 static void swiw_env_rq_lock(void *env, struct swiw_lower_rq *rq)
+	__acquires(rq_lock)
 {
-	mutex_lock(&container_of(rq, struct swiw_kqueue, rq)->rq_lock);
+	spin_lock_bh(&container_of(rq, struct swiw_kqueue, rq)->rq_lock);
 }
 
 static void swiw_env_rq_unlock(void *env, struct swiw_lower_rq *rq)
+	__releases(rq_lock)
 {
-	mutex_unlock(&container_of(rq, struct swiw_kqueue, rq)->rq_lock);
+	spin_unlock_bh(&container_of(rq, struct swiw_kqueue, rq)->rq_lock);
 }
 
 static long swiw_env_send(void *env, const struct swiw_iov *iov, u32 n, u32 len)
@@ -157,6 +169,38 @@ static const struct swiw_lower_ops swiw_env_ops = {
 	.wake = swiw_env_wake,
 };
 
+/* --- ownership -------------------------------------------------------- */
+
+/* Process context: owns the stream, once a softirq owner is done. */
+static void swiw_stream_claim(struct swiw_kstream *s)
+{
+	mutex_lock(&s->mutex);
+	spin_lock_bh(&s->own_lock);
+	while (s->busy) {
+		/* A receive in softirq on another CPU: it is bounded. */
+		spin_unlock_bh(&s->own_lock);
+		cpu_relax();
+		spin_lock_bh(&s->own_lock);
+	}
+	s->busy = true;
+	spin_unlock_bh(&s->own_lock);
+}
+
+/* Gives the stream up; what data_ready left meanwhile, rx_work takes. */
+static void swiw_stream_unclaim(struct swiw_kstream *s)
+{
+	bool again;
+
+	spin_lock_bh(&s->own_lock);
+	s->busy = false;
+	again = s->rx_again;
+	s->rx_again = false;
+	spin_unlock_bh(&s->own_lock);
+	if (again && !s->dead)
+		queue_work(swiw_wq, &s->rx_work);
+	mutex_unlock(&s->mutex);
+}
+
 /* --- transmit -------------------------------------------------------- */
 
 /* Under s->mutex: sends what the rings hold, as far as TCP takes it. */
@@ -173,10 +217,10 @@ static void swiw_tx_work(struct work_struct *w)
 {
 	struct swiw_kstream *s = container_of(w, struct swiw_kstream, tx_work);
 
-	mutex_lock(&s->mutex);
+	swiw_stream_claim(s);
 	if (!s->dead)
 		swiw_stream_tx(s);
-	mutex_unlock(&s->mutex);
+	swiw_stream_unclaim(s);
 }
 
 /* --- receive --------------------------------------------------------- */
@@ -267,7 +311,7 @@ static int swiw_rx_actor(read_descriptor_t *desc, struct sk_buff *skb,
 }
 
 /*
- * Under s->mutex: feeds what TCP queued, reports the end of the stream
+ * Owned: feeds what TCP queued, reports the end of the stream
  * once it has all been fed, and sends what that made due (Read and Atomic
  * Responses). Returns true when the budget ran out with data left.
  */
@@ -318,10 +362,10 @@ static void swiw_rx_work(struct work_struct *w)
 	struct swiw_kstream *s = container_of(w, struct swiw_kstream, rx_work);
 	bool more = false;
 
-	mutex_lock(&s->mutex);
+	swiw_stream_claim(s);
 	if (!s->dead)
 		more = swiw_stream_rx(s);
-	mutex_unlock(&s->mutex);
+	swiw_stream_unclaim(s);
 	/* A detach cancelling this work makes the requeue a no-op. */
 	if (more)
 		queue_work(swiw_wq, &s->rx_work);
@@ -329,14 +373,57 @@ static void swiw_rx_work(struct work_struct *w)
 
 /* --- socket callbacks (softirq or process context) -------------------- */
 
+/*
+ * data_ready, owning the stream, the socket locked by TCP (softirq, or
+ * the owner's release_sock): feeds what TCP queued where it lies. Ends
+ * of the stream, a spent budget and urgent data go to rx_work, responses
+ * to tx_work: neither can be done here.
+ */
+static void swiw_stream_rx_here(struct swiw_kstream *s)
+{
+	read_descriptor_t desc = { .arg.data = s, .count = SWIW_RX_BUDGET };
+	struct sock *sk = s->sk;
+	bool rx = false, tx, again;
+
+	if (!swiw_lower_rx_done(&s->lower) && !swiw_lower_stalled(&s->lower)) {
+		s->in_rx = true;
+		tcp_read_sock(sk, &desc, swiw_rx_actor);
+		s->in_rx = false;
+		rx = !swiw_lower_rx_done(&s->lower) &&
+		     !swiw_lower_stalled(&s->lower) &&
+		     (!skb_queue_empty(&sk->sk_receive_queue) ||
+		      READ_ONCE(sk->sk_err) ||
+		      (READ_ONCE(sk->sk_shutdown) & RCV_SHUTDOWN));
+	}
+	tx = swiw_lower_tx_due(&s->lower);
+	spin_lock(&s->own_lock);
+	s->busy = false;
+	again = s->rx_again;
+	s->rx_again = false;
+	spin_unlock(&s->own_lock);
+	if (rx || again)
+		queue_work(swiw_wq, &s->rx_work);
+	if (tx)
+		queue_work(swiw_wq, &s->tx_work);
+}
+
 static void swiw_sk_data_ready(struct sock *sk)
 {
 	struct swiw_kstream *s;
+	bool mine = false;
 
 	read_lock_bh(&sk->sk_callback_lock);
 	s = sk->sk_user_data;
-	if (s)
-		queue_work(swiw_wq, &s->rx_work);
+	if (s) {
+		spin_lock(&s->own_lock);
+		if (s->busy)
+			s->rx_again = true;
+		else
+			mine = s->busy = true;
+		spin_unlock(&s->own_lock);
+		if (mine)
+			swiw_stream_rx_here(s);
+	}
 	read_unlock_bh(&sk->sk_callback_lock);
 }
 
@@ -488,15 +575,15 @@ static void swiw_stream_teardown(struct swiw_kstream *s)
 	sk->sk_user_data = NULL;
 	write_unlock_bh(&sk->sk_callback_lock);
 
-	mutex_lock(&s->mutex);
+	swiw_stream_claim(s);
 	s->dead = true;
-	mutex_unlock(&s->mutex);
+	swiw_stream_unclaim(s);
 	cancel_work_sync(&s->rx_work);
 	cancel_work_sync(&s->tx_work);
 
-	mutex_lock(&s->mutex);
+	swiw_stream_claim(s);
 	swiw_lower_fini(&s->lower);
-	mutex_unlock(&s->mutex);
+	swiw_stream_unclaim(s);
 
 	sockfd_put(s->sock);
 	swiw_stream_drop_rings(s);
@@ -528,6 +615,7 @@ int swiw_stream_attach(struct swiw_kfile *f, void __user *arg)
 	s->file = f;
 	s->pd = req.pd;
 	mutex_init(&s->mutex);
+	spin_lock_init(&s->own_lock);
 	INIT_WORK(&s->rx_work, swiw_rx_work);
 	INIT_WORK(&s->tx_work, swiw_tx_work);
 	ret = swiw_stream_take_rings(s, &req);
@@ -627,7 +715,7 @@ static int swiw_stream_doorbell(struct swiw_kstream *s)
 	bool stalled;
 	int ret = 0;
 
-	mutex_lock(&s->mutex);
+	swiw_stream_claim(s);
 	if (s->dead) {
 		ret = -EINVAL; /* detached meanwhile */
 	} else {
@@ -638,7 +726,7 @@ static int swiw_stream_doorbell(struct swiw_kstream *s)
 		if (stalled)
 			queue_work(swiw_wq, &s->rx_work);
 	}
-	mutex_unlock(&s->mutex);
+	swiw_stream_unclaim(s);
 	return ret;
 }
 
@@ -688,10 +776,10 @@ int swiw_stream_set_access(struct swiw_kfile *f, void __user *arg)
 	s = swiw_stream_get(f, req.stream_id);
 	if (!s)
 		return -EINVAL;
-	mutex_lock(&s->mutex);
+	swiw_stream_claim(s);
 	if (!s->dead)
 		swiw_lower_set_access(&s->lower, req.access);
-	mutex_unlock(&s->mutex);
+	swiw_stream_unclaim(s);
 	swiw_stream_put(s);
 	return 0;
 }
@@ -706,9 +794,9 @@ bool swiw_stream_events_pending(struct swiw_kfile *f)
 	mutex_lock(&f->lock);
 	xa_for_each(&f->streams, id, s)
 	{
-		mutex_lock(&s->mutex);
+		swiw_stream_claim(s);
 		pending = !s->dead && swiw_lower_events_pending(&s->lower);
-		mutex_unlock(&s->mutex);
+		swiw_stream_unclaim(s);
 		if (pending)
 			break;
 	}

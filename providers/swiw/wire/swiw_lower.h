@@ -335,6 +335,16 @@ static inline bool swiw_lower_rx_done(const struct swiw_lower *l)
 	return l->rx_done;
 }
 
+/*
+ * Receive queued responses of ours (Read, Atomic) that swiw_lower_tx()
+ * would send: an environment that receives where it cannot send (the
+ * helper's softirq) passes them to a context that can.
+ */
+static inline bool swiw_lower_tx_due(const struct swiw_lower *l)
+{
+	return !l->tx_failed && (l->resp_busy || l->resp_cut != l->resp_tail);
+}
+
 /* An event is posted that the consumer has not taken (for poll()). */
 bool swiw_lower_events_pending(const struct swiw_lower *l);
 
