@@ -3,16 +3,16 @@
 # perf_vm.sh [--build DIR] [--boots N] [--csv FILE] [--plot FILE]
 #            [NAME=VALUE...]: boots the VM lab with the swiw.ko of build
 # DIR and the kernel's siw (build_siw.sh builds it from Debian's
-# linux-source) and prints stock ib_write_bw and ib_read_lat figures of
-# swiw on the in-process engine and on the kernel helper, the kernel's
-# siw and rxe, and plain TCP (tcp_ref), all in the same boot
-# (perf_vm_guest.sh), with the target's (server's) CPU time and issue
-# 15's aims for the kernel helper against siw per cell. With --boots N
-# (default 1) it boots N times and ends with the medians over the boots
-# (perf_vm_agg.py), --csv and --plot (gnuplot; rendered for .svg/.png
-# when gnuplot is installed) write them. NAME=VALUE goes to the guest:
-# PERF_BW_SIZES, PERF_LAT_SIZES, PERF_BW_ITERS, PERF_LAT_ITERS. A
-# benchmark, not a test.
+# linux-source) and prints stock ib_write_bw, ib_read_lat and
+# ib_write_lat figures of swiw on the in-process engine and on the kernel
+# helper, the kernel's siw and rxe, and plain TCP (tcp_ref), all in the
+# same boot (perf_vm_guest.sh), with the target's (server's) CPU time and
+# issue 15's aims for the kernel helper against siw per cell. With
+# --boots N (default 1) it boots N times and ends with the medians over
+# the boots (perf_vm_agg.py), --csv and --plot (gnuplot; rendered for
+# .svg/.png when gnuplot is installed) write them. NAME=VALUE goes to the
+# guest: PERF_BW_SIZES, PERF_LAT_SIZES, PERF_WLAT_SIZES, PERF_BW_ITERS,
+# PERF_LAT_ITERS. A benchmark, not a test.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 BUILD=${SWIW_BUILD:-}

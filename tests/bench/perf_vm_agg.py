@@ -19,10 +19,13 @@ import subprocess
 import sys
 
 STACKS = ["inprocess", "kernel", "siw", "rxe", "tcp"]
+TESTS = {"bw": "ib_write_bw", "lat": "ib_read_lat", "wlat": "ib_write_lat"}
 TITLES = {
     "bw": "ib_write_bw, BW average [MB/s], median (min-max) of %d boots",
     "lat": "ib_read_lat, t_typical [usec] (TCP: a round trip), "
            "median (min-max) of %d boots",
+    "wlat": "ib_write_lat, t_typical [usec] (TCP: one way), "
+            "median (min-max) of %d boots",
     "cpu-bw": "ib_write_bw, the target's CPU [ms], median (min-max)",
     "cpu-lat": "ib_read_lat, the target's CPU [ms], median (min-max)",
 }
@@ -134,6 +137,7 @@ def main():
     n = len(paths)
     rows_bw = table(TITLES["bw"] % n, figs, "bw", "ge")
     rows_lat = table(TITLES["lat"] % n, figs, "lat", "le")
+    table(TITLES["wlat"] % n, figs, "wlat", "le")
     table(TITLES["cpu-bw"], cpus, "bw", "cpu")
     table(TITLES["cpu-lat"], cpus, "lat", "cpu")
     if csv:
@@ -145,7 +149,7 @@ def main():
                 for boot, v in vals:
                     c, w = cpu.get(boot, ("", ""))
                     f.write("%s,%s,%d,%d,%g,%s,%s,%s\n" % (
-                        "ib_write_bw" if kind == "bw" else "ib_read_lat", st,
+                        TESTS[kind], st,
                         size, boot + 1, v, "MB/s" if kind == "bw" else "usec",
                         c, w))
         print("figures written to %s" % csv)

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-# The guest side of perf_vm.sh: stock ib_write_bw and ib_read_lat in the
-# lab's guest over
+# The guest side of perf_vm.sh: stock ib_write_bw, ib_read_lat and
+# ib_write_lat (the target spins on its memory) in the lab's guest over
 #  - swiw_lo, on the in-process engine and on the kernel helper (swiw.ko,
 #    added with run.sh --module);
 #  - the kernel's siw (siw.ko from build_siw.sh), siw0 on a dummy link
@@ -21,6 +21,7 @@ TCP_REF=$SWIW_BUILD/bin/tcp_ref
 unset SWIW_ENGINE
 BW_SIZES=${PERF_BW_SIZES:-4096 65536 1048576}
 LAT_SIZES=${PERF_LAT_SIZES:-8 4096}
+WLAT_SIZES=${PERF_WLAT_SIZES:-8}
 BW_ITERS=${PERF_BW_ITERS:-2000}
 LAT_ITERS=${PERF_LAT_ITERS:-500}
 SIW_ADDR=10.9.1.1
@@ -132,6 +133,12 @@ for s in $LAT_SIZES; do
 	t=$(pair 4 127.0.0.1 "$TCP_REF" lat -- -s "$s" -n "$LAT_ITERS") || exit 1
 	got lat tcp "$s" "$(awk -v t="$t" 'BEGIN { printf "%.2f", 2 * t }')"
 done
+for s in $WLAT_SIZES; do
+	run_all wlat ib_write_lat 5 "$LAT_ITERS" "$s"
+	# One way, as perftest's figure.
+	t=$(pair 4 127.0.0.1 "$TCP_REF" lat -- -s "$s" -n "$LAT_ITERS") || exit 1
+	got wlat tcp "$s" "$t"
+done
 
 # table KIND TITLE AIM SIZE...: one table of the figures fig[KIND,...];
 # AIM ("ge" or "le") is how the kernel helper must stand to siw.
@@ -185,6 +192,8 @@ echo "== swiw in the VM lab: guest $(uname -r), $(nproc) vCPUs, QEMU TCG =="
 table bw "ib_write_bw, BW average [MB/s]" ge $BW_SIZES
 # shellcheck disable=SC2086 # sizes are words
 table lat "ib_read_lat, t_typical [usec] (TCP: a round trip)" le $LAT_SIZES
+# shellcheck disable=SC2086 # sizes are words
+table wlat "ib_write_lat, t_typical [usec] (TCP: one way)" le $WLAT_SIZES
 # shellcheck disable=SC2086 # sizes are words
 cpu_table bw "ib_write_bw, the target's (server's) CPU/wall [ms]" $BW_SIZES
 # shellcheck disable=SC2086 # sizes are words
