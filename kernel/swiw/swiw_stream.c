@@ -186,8 +186,8 @@ static void swiw_stream_claim(struct swiw_kstream *s)
 	spin_unlock_bh(&s->own_lock);
 }
 
-/* Gives the stream up; what data_ready left meanwhile, rx_work takes. */
-static void swiw_stream_unclaim(struct swiw_kstream *s)
+/* Ends an ownership, of either kind: whether data_ready came meanwhile. */
+static bool swiw_stream_unbusy(struct swiw_kstream *s)
 {
 	bool again;
 
@@ -196,7 +196,13 @@ static void swiw_stream_unclaim(struct swiw_kstream *s)
 	again = s->rx_again;
 	s->rx_again = false;
 	spin_unlock_bh(&s->own_lock);
-	if (again && !s->dead)
+	return again;
+}
+
+/* Gives the stream up; what data_ready left meanwhile, rx_work takes. */
+static void swiw_stream_unclaim(struct swiw_kstream *s)
+{
+	if (swiw_stream_unbusy(s) && !s->dead)
 		queue_work(swiw_wq, &s->rx_work);
 	mutex_unlock(&s->mutex);
 }
@@ -311,13 +317,33 @@ static int swiw_rx_actor(read_descriptor_t *desc, struct sk_buff *skb,
 }
 
 /*
+ * Owned, reception open, the socket locked: feeds what TCP queued, one
+ * budget's worth (*@fed octets). True when reception is still open and
+ * TCP holds something more for it: octets past the budget or not handed
+ * over, an error, or the FIN.
+ */
+static bool swiw_stream_feed(struct swiw_kstream *s, int *fed)
+{
+	read_descriptor_t desc = { .arg.data = s, .count = SWIW_RX_BUDGET };
+	struct sock *sk = s->sk;
+
+	s->in_rx = true;
+	*fed = tcp_read_sock(sk, &desc, swiw_rx_actor);
+	s->in_rx = false;
+	return !swiw_lower_rx_done(&s->lower) &&
+	       !swiw_lower_stalled(&s->lower) &&
+	       (!skb_queue_empty(&sk->sk_receive_queue) ||
+		READ_ONCE(sk->sk_err) ||
+		(READ_ONCE(sk->sk_shutdown) & RCV_SHUTDOWN));
+}
+
+/*
  * Owned: feeds what TCP queued, reports the end of the stream
  * once it has all been fed, and sends what that made due (Read and Atomic
  * Responses). Returns true when the budget ran out with data left.
  */
 static bool swiw_stream_rx(struct swiw_kstream *s)
 {
-	read_descriptor_t desc = { .arg.data = s, .count = SWIW_RX_BUDGET };
 	struct sock *sk = s->sk;
 	bool more = false, end = false;
 	int err = 0, fed;
@@ -325,10 +351,7 @@ static bool swiw_stream_rx(struct swiw_kstream *s)
 	if (swiw_lower_rx_done(&s->lower) || swiw_lower_stalled(&s->lower))
 		goto tx;
 	lock_sock(sk);
-	s->in_rx = true;
-	fed = tcp_read_sock(sk, &desc, swiw_rx_actor);
-	s->in_rx = false;
-	if (!swiw_lower_rx_done(&s->lower) && !swiw_lower_stalled(&s->lower)) {
+	if (swiw_stream_feed(s, &fed)) {
 		if (!skb_queue_empty(&sk->sk_receive_queue)) {
 			/*
 			 * The budget ran out; or TCP would not hand over
@@ -381,27 +404,13 @@ static void swiw_rx_work(struct work_struct *w)
  */
 static void swiw_stream_rx_here(struct swiw_kstream *s)
 {
-	read_descriptor_t desc = { .arg.data = s, .count = SWIW_RX_BUDGET };
-	struct sock *sk = s->sk;
-	bool rx = false, tx, again;
+	bool rx = false, tx;
+	int fed;
 
-	if (!swiw_lower_rx_done(&s->lower) && !swiw_lower_stalled(&s->lower)) {
-		s->in_rx = true;
-		tcp_read_sock(sk, &desc, swiw_rx_actor);
-		s->in_rx = false;
-		rx = !swiw_lower_rx_done(&s->lower) &&
-		     !swiw_lower_stalled(&s->lower) &&
-		     (!skb_queue_empty(&sk->sk_receive_queue) ||
-		      READ_ONCE(sk->sk_err) ||
-		      (READ_ONCE(sk->sk_shutdown) & RCV_SHUTDOWN));
-	}
+	if (!swiw_lower_rx_done(&s->lower) && !swiw_lower_stalled(&s->lower))
+		rx = swiw_stream_feed(s, &fed);
 	tx = swiw_lower_tx_due(&s->lower);
-	spin_lock(&s->own_lock);
-	s->busy = false;
-	again = s->rx_again;
-	s->rx_again = false;
-	spin_unlock(&s->own_lock);
-	if (rx || again)
+	if (swiw_stream_unbusy(s) || rx)
 		queue_work(swiw_wq, &s->rx_work);
 	if (tx)
 		queue_work(swiw_wq, &s->tx_work);
