@@ -154,7 +154,9 @@ int swiw_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
  * read-modify-write: the two are ordered on the word, so either the
  * engine sees the arm, or this sees (synchronises with) the completion
  * it published before; with a plain store and load each could read the
- * other's old value (a store may pass a later load, on x86 too).
+ * other's old value (a store may pass a later load, on x86 too). Sequentially
+ * consistent, as swiw_engine_armed then reads whether the progress thread
+ * hears the kernel helper, which that thread sets before it reads this word.
  */
 int swiw_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 {
@@ -163,7 +165,7 @@ int swiw_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 	__atomic_exchange_n(&cq->ctrl->notify,
 			    solicited_only ? SWIW_NOTIFY_SOLICITED :
 					     SWIW_NOTIFY_NEXT,
-			    __ATOMIC_ACQ_REL);
+			    __ATOMIC_SEQ_CST);
 	swiw_engine_armed();
 	return 0;
 }

@@ -1314,6 +1314,110 @@ static void test_event_race(void **state)
 }
 
 /*
+ * A program that polled its CQ for a while, then arms it and waits on the
+ * channel's descriptor with poll(2) (as libfabric and UCX do, with no
+ * ibv_get_cq_event to look first): the Send that comes wakes it at once.
+ * With the kernel helper, the progress thread stops hearing the helper
+ * once it finds a program polling (swiw_engine.c, helper_mute; a Send
+ * taken by polling, first, has the thread look); the arm must bring it
+ * back, not its own next look, up to 30 ms later. The best of PTB_ROUNDS,
+ * each Send posted PTB_SEND_MS after the arm, must wake the channel within
+ * PTB_LATE_MS.
+ */
+#define PTB_ROUNDS 3
+#define PTB_POLL_MS 40
+#define PTB_SEND_MS 5
+#define PTB_LATE_MS 8
+
+struct ptb {
+	struct ibv_qp *sq;
+	struct ibv_sge sge;
+	struct timespec posted;
+	int err;
+};
+
+static void *ptb_sender(void *arg)
+{
+	struct ptb *b = arg;
+	struct ibv_send_wr w = { .sg_list = &b->sge,
+				 .num_sge = 1,
+				 .opcode = IBV_WR_SEND,
+				 .send_flags = IBV_SEND_SIGNALED },
+			   *bad;
+
+	usleep(PTB_SEND_MS * 1000);
+	clock_gettime(CLOCK_MONOTONIC, &b->posted);
+	b->err = ibv_post_send(b->sq, &w, &bad);
+	return NULL;
+}
+
+static void test_poll_then_block(void **state)
+{
+	struct fx *f = *state;
+	struct ibv_comp_channel *ch = ibv_create_comp_channel(f->ctx);
+	struct ibv_cq *rcq = ibv_create_cq(f->ctx, 16, NULL, ch, 0);
+	struct ibv_sge rs = { (uintptr_t)f->b.dst, 64, f->b.dmr->lkey };
+	struct ibv_recv_wr rw = { .sg_list = &rs, .num_sge = 1 }, *bad;
+	struct ptb b = { .sge = { (uintptr_t)f->a.src, 8, f->a.smr->lkey } };
+	struct pollfd p;
+	struct timespec t0;
+	struct ibv_cq *evcq;
+	struct ibv_wc wc[2];
+	long best = -1, late;
+	struct ibv_qp *rq;
+	pthread_t th;
+	void *evctx;
+	int round;
+
+	assert_non_null(rcq);
+	rq = small_qp(f, f->b.scq, rcq);
+	b.sq = small_qp(f, f->a.scq, f->a.rcq);
+	assert_int_equal(verbs_to_rts(b.sq, rq->qp_num), 0);
+	assert_int_equal(verbs_to_rts(rq, b.sq->qp_num), 0);
+	p = (struct pollfd){ .fd = ch->fd, .events = POLLIN };
+	for (round = 0; round < PTB_ROUNDS; round++) {
+		struct ibv_send_wr w = { .wr_id = 100,
+					 .sg_list = &b.sge,
+					 .num_sge = 1,
+					 .opcode = IBV_WR_SEND,
+					 .send_flags = IBV_SEND_SIGNALED },
+				   *sbad;
+
+		rw.wr_id = 100;
+		assert_int_equal(ibv_post_recv(rq, &rw, &bad), 0);
+		rw.wr_id = (uint64_t)round;
+		assert_int_equal(ibv_post_recv(rq, &rw, &bad), 0);
+		assert_int_equal(ibv_post_send(b.sq, &w, &sbad), 0);
+		assert_int_equal(wait_cq(rcq, wc, 1), 1);
+		check_wc(&wc[0], 100, IBV_WC_RECV, 8);
+		assert_int_equal(wait_cq(f->a.scq, wc, 1), 1);
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		while (us_since(&t0) < PTB_POLL_MS * 1000L)
+			assert_int_equal(ibv_poll_cq(rcq, 2, wc), 0);
+		assert_int_equal(ibv_req_notify_cq(rcq, 0), 0);
+		assert_int_equal(ibv_poll_cq(rcq, 2, wc), 0);
+		assert_int_equal(pthread_create(&th, NULL, ptb_sender, &b), 0);
+		assert_int_equal(poll(&p, 1, 5000), 1);
+		pthread_join(th, NULL);
+		late = us_since(&b.posted);
+		assert_int_equal(b.err, 0);
+		if (best < 0 || late < best)
+			best = late;
+		assert_int_equal(ibv_get_cq_event(ch, &evcq, &evctx), 0);
+		ibv_ack_cq_events(rcq, 1);
+		assert_int_equal(wait_cq(rcq, wc, 1), 1);
+		check_wc(&wc[0], (uint64_t)round, IBV_WC_RECV, 8);
+		assert_int_equal(wait_cq(f->a.scq, wc, 1), 1);
+	}
+	print_message("the channel woke %ld us after the Send at best\n", best);
+	assert_true(best < PTB_LATE_MS * 1000L);
+	assert_int_equal(ibv_destroy_qp(b.sq), 0);
+	assert_int_equal(ibv_destroy_qp(rq), 0);
+	assert_int_equal(ibv_destroy_cq(rcq), 0);
+	assert_int_equal(ibv_destroy_comp_channel(ch), 0);
+}
+
+/*
  * RESET, then INIT, RTR, RTS again, each QP with its own RQ: receives
  * are taken from the ring where the QP posts them now, whatever an
  * earlier connection consumed or left posted. Receives go in only once
@@ -1525,6 +1629,7 @@ int main(void)
 		T(test_cq_overflow),
 		T(test_solicited),
 		T(test_event_race),
+		T(test_poll_then_block),
 		T(test_reset_reconnect),
 		T(test_connect_while_polling),
 		T(test_post_while_connecting),

@@ -66,6 +66,13 @@
  * thread reaps the graveyard, after handling its own epoll_wait(), as
  * above.
  *
+ * With the kernel helper, which places the data itself, a poll reads the
+ * helper's event rings in memory, and the thread leaves the helper's file
+ * out of its set while the program polls, arms no CQ and looks at no
+ * channel (helper_mute): it then sleeps up to SWIW_ENG_MUTED_NS, without
+ * the lock, and wakes for the doorbell, a deadline, the broker or a
+ * stream being set up.
+ *
  * A program about to block in ibv_get_cq_event (the preload library's,
  * which calls swiw_chan_wait first) looks for SWIW_ENG_SPIN_NS at its
  * channel and the engine's sockets without sleeping, and does what comes
@@ -118,6 +125,13 @@
  * and naps no longer than SWIW_ENG_CHAN_NAP_NS meanwhile. */
 #define SWIW_ENG_CHAN_NS 200000
 #define SWIW_ENG_CHAN_NAP_NS 200000
+/* The longest sleep of a thread that does not hear the kernel helper
+ * (helper_mute): a program that stops polling without arming a CQ has
+ * the helper's events taken this late at most. */
+#define SWIW_ENG_MUTED_NS 10000000
+/* A program that polled this recently still polls, for helper_mute: its
+ * polls may be far apart (ib_write_lat spins on memory between them). */
+#define SWIW_ENG_MUTE_POLLED_NS 20000000
 
 static pthread_mutex_t eng_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned long eng_owner; /* pthread_self() of the holder, or 0 */
@@ -127,6 +141,10 @@ static pthread_t eng_thread;
 static unsigned int eng_waiters; /* application threads in swiw_eng_lock */
 static char doorbell_tag, helper_tag;
 static bool helper_watched;
+/* The helper's file is out of the thread's set while a program polls: its
+ * polls read the event rings themselves (helper_mute). */
+static bool helper_muted;
+static int helper_fd = -1;
 static bool eng_poll_mode; /* progress = poll */
 static uint64_t last_poll_ns; /* when an application last drove it */
 static uint64_t thread_wake_ns; /* the thread sleeps until then at most */
@@ -330,10 +348,12 @@ void swiw_eng_watch_helper(int fd)
 	swiw_eng_assert_held();
 	if (helper_watched)
 		return;
-	if (swiw_eng_epoll_ctl(EPOLL_CTL_ADD, fd, EPOLLIN, &helper_tag))
+	if (swiw_eng_epoll_ctl(EPOLL_CTL_ADD, fd, EPOLLIN, &helper_tag)) {
 		swiw_err("cannot watch the kernel helper's events");
-	else
+	} else {
+		helper_fd = fd;
 		helper_watched = true;
+	}
 }
 
 int swiw_eng_epoll_ctl(int op, int fd, uint32_t events, void *ptr)
@@ -445,7 +465,7 @@ static bool poller_run(bool *bell_only)
  */
 void swiw_engine_poll(void)
 {
-	bool moved = false, bell_only;
+	bool moved = false, bell_only, direct;
 	uint64_t now;
 
 	if (!eng_poll_mode || !__atomic_load_n(&eng_started, __ATOMIC_ACQUIRE))
@@ -457,10 +477,14 @@ void swiw_engine_poll(void)
 		__atomic_store_n(&eng_poll_wanted, true, __ATOMIC_RELAXED);
 		return;
 	}
+	/* The helper's event rings are memory: a look costs no syscall. */
+	if (helper_watched)
+		moved = swiw_streams_kernel_event();
 	/* Every SWIW_ENG_DIRECT_EVERY-th poll looks at every descriptor. */
-	if (!(++eng_polls % SWIW_ENG_DIRECT_EVERY &&
-	      swiw_stream_poll_direct(&moved)))
-		moved = poller_run(&bell_only);
+	direct = ++eng_polls % SWIW_ENG_DIRECT_EVERY &&
+		 (helper_watched || swiw_stream_poll_direct(&moved));
+	if (!direct)
+		moved |= poller_run(&bell_only);
 	poller_unlock(moved);
 }
 
@@ -494,6 +518,14 @@ void swiw_engine_armed(void)
 		return;
 	now = swiw_eng_now_ns();
 	__atomic_store_n(&last_arm_ns, now, __ATOMIC_RELAXED);
+	/* The thread does not hear the helper: it must, before the program
+	 * blocks. The arm word was exchanged before (sequentially
+	 * consistent), helper_mute sets the flag before it reads the arm
+	 * words: one of the two sees the other. */
+	if (__atomic_load_n(&helper_muted, __ATOMIC_SEQ_CST)) {
+		swiw_eng_doorbell();
+		return;
+	}
 	/* One that looks at its channel from its own thread (a look
 	 * found a record just now) moves the engine there: no bell. */
 	if (!chan_waiter(now) &&
@@ -526,6 +558,9 @@ void swiw_engine_chan_wait(struct swiw_comp_channel *ch)
 		return;
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
 	__atomic_fetch_add(&eng_chan_waiters, 1, __ATOMIC_SEQ_CST);
+	/* The set this looks at must hear the helper again. */
+	if (__atomic_load_n(&helper_muted, __ATOMIC_SEQ_CST))
+		swiw_eng_doorbell();
 	until = swiw_eng_now_ns();
 	__atomic_store_n(&last_look_ns, until, __ATOMIC_RELAXED);
 	until += SWIW_ENG_SPIN_NS;
@@ -673,10 +708,92 @@ static bool app_took_last(void)
 		       __atomic_load_n(&last_poll_ns, __ATOMIC_RELAXED);
 }
 
+/*
+ * The program polled within SWIW_ENG_MUTE_POLLED_NS and does not look at
+ * a channel: it takes the helper's events itself, unless it also waits
+ * on a channel (helper_mute).
+ */
+static bool mute_still(uint64_t now)
+{
+	return eng_poll_mode &&
+	       within(&last_poll_ns, now, SWIW_ENG_MUTE_POLLED_NS) &&
+	       !chan_waiter(now);
+}
+
+/*
+ * Under the lock, the thread: while a program polls, and no CQ of a stream
+ * is armed, its polls read the helper's event rings themselves (a CQ
+ * armed is a program that waits on a channel, or will: the thread must
+ * hear what completes there), so the file leaves the
+ * thread's set; else each completion the helper posts would wake the
+ * thread, to find the work done, and on a CPU it shares with the program
+ * preempt it (a switch per message of ib_write_lat, which made it 3-5x
+ * siw's latency in the VM lab). Muted, the thread sleeps up to
+ * SWIW_ENG_MUTED_NS at a time and only looks whether the program still
+ * polls; arming a CQ or looking at a channel rings it. The flag is set
+ * before the arm words are read again, and swiw_req_notify_cq stores the
+ * word before swiw_engine_armed reads the flag: one sees the other.
+ */
+static void helper_mute(void)
+{
+	bool on;
+
+	if (!helper_watched)
+		return;
+	on = mute_still(swiw_eng_now_ns()) && !swiw_streams_cq_armed();
+	if (on && !helper_muted) {
+		__atomic_store_n(&helper_muted, true, __ATOMIC_SEQ_CST);
+		on = mute_still(swiw_eng_now_ns()) && !swiw_streams_cq_armed();
+		if (on && swiw_eng_epoll_ctl(EPOLL_CTL_MOD, helper_fd, 0,
+					     &helper_tag))
+			on = false;
+		if (!on)
+			__atomic_store_n(&helper_muted, false,
+					 __ATOMIC_SEQ_CST);
+	} else if (!on && helper_muted) {
+		if (swiw_eng_epoll_ctl(EPOLL_CTL_MOD, helper_fd, EPOLLIN,
+				       &helper_tag))
+			swiw_err("cannot watch the kernel helper's events");
+		__atomic_store_n(&helper_muted, false, __ATOMIC_SEQ_CST);
+	}
+}
+
+/*
+ * Muted: sleeps on the rest of the set (the doorbell, the broker, the
+ * sockets of streams being set up) until @due, a deadline, or
+ * SWIW_ENG_MUTED_NS. True if it woke to nothing and the program still
+ * polls: the thread sleeps again without the lock, which the program
+ * takes at every poll.
+ */
+static bool muted_nap(uint64_t due, uint32_t seen_gen, struct epoll_event *evs,
+		      int *n)
+{
+	uint64_t now = swiw_eng_now_ns(), ns = SWIW_ENG_MUTED_NS;
+	struct timespec t;
+
+	*n = 0;
+	if (!mute_still(now) || now >= due)
+		return false;
+	if (due - now < ns)
+		ns = due - now;
+	t.tv_sec = (time_t)(ns / 1000000000u);
+	t.tv_nsec = (long)(ns % 1000000000u);
+	__atomic_store_n(&thread_wake_ns, now + ns, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&eng_poll_gen, __ATOMIC_SEQ_CST) != seen_gen)
+		return false;
+	*n = epoll_pwait2(eng_epfd, evs, 64, &t, NULL);
+	now = swiw_eng_now_ns();
+	__atomic_store_n(&thread_wake_ns, 0, __ATOMIC_RELAXED);
+	if (*n < 0)
+		*n = 0;
+	return !*n && mute_still(now) && now < due &&
+	       __atomic_load_n(&eng_poll_gen, __ATOMIC_SEQ_CST) == seen_gen;
+}
+
 static void *eng_main(void *arg)
 {
 	struct epoll_event evs[64];
-	uint64_t spin_until = 0, woke = 0;
+	uint64_t spin_until = 0, woke = 0, due = UINT64_MAX;
 	int n, wait_ms = -1, busy_naps = 0;
 	uint64_t nap_ns = SWIW_ENG_NAP_NS;
 	uint32_t seen_gen = 0;
@@ -691,7 +808,14 @@ static void *eng_main(void *arg)
 	for (;;) {
 		bool work;
 
-		if (app_polling(woke) || chan_waiter(woke)) {
+		if (helper_muted) {
+			n = 0;
+			if (!owed && muted_nap(due, seen_gen, evs, &n))
+				continue;
+			woke = swiw_eng_now_ns();
+			/* Events, a deadline, or the program stopped polling:
+			 * the lock, and helper_mute decides again. */
+		} else if (app_polling(woke) || chan_waiter(woke)) {
 			/* Timers and dials still run, at nap granularity. */
 			struct timespec nap = { 0, SWIW_ENG_NAP_NS };
 
@@ -795,7 +919,11 @@ locked:
 		work = eng_events(evs, n, true) || n > 0;
 		swiw_conn_run();
 		swiw_streams_reap();
+		helper_mute();
 		wait_ms = eng_timeout_ms();
+		due = wait_ms < 0 ?
+			      UINT64_MAX :
+			      swiw_eng_now_ns() + (uint64_t)wait_ms * 1000000u;
 		seen_gen = eng_poll_gen;
 		swiw_eng_unlock();
 		if (work)

@@ -410,17 +410,40 @@ void swiw_streams_reap(void)
 	}
 }
 
-/* The kernel helper's file is readable: events wait on some streams. */
-void swiw_streams_kernel_event(void)
+/* The helper's events are on the attached streams' rings, in memory. */
+bool swiw_streams_kernel_event(void)
+{
+	struct swiw_stream *s;
+	bool moved = false;
+
+	swiw_eng_assert_held();
+	for (s = streams; s; s = s->next) {
+		uint64_t before = s->ev_total;
+
+		if (s->dead || s->failed || s->ops != &swiw_link_ops ||
+		    s->be->event_fd < 0)
+			continue;
+		s->ops->event(s, 0);
+		overflow_check(s);
+		moved |= s->ev_total != before;
+	}
+	return moved;
+}
+
+/* A CQ that a live stream completes into is armed: a program will wait on
+ * its channel for what the streams bring. */
+bool swiw_streams_cq_armed(void)
 {
 	struct swiw_stream *s;
 
 	swiw_eng_assert_held();
 	for (s = streams; s; s = s->next)
-		if (!s->dead && !s->failed) {
-			s->ops->event(s, 0);
-			overflow_check(s);
-		}
+		if (!s->dead && (__atomic_load_n(&s->qp->scq->ctrl->notify,
+						 __ATOMIC_SEQ_CST) ||
+				 __atomic_load_n(&s->qp->rcq->ctrl->notify,
+						 __ATOMIC_SEQ_CST)))
+			return true;
+	return false;
 }
 
 /* The QP went to error from the application's side. */

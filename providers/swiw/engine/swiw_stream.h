@@ -302,8 +302,10 @@ enum swiw_mpa_rtr swiw_rx_rtr_kind(const struct swiw_ddp_seg *g);
 int swiw_link_init(struct swiw_stream *s);
 void swiw_link_fini(struct swiw_stream *s);
 int swiw_link_attach(struct swiw_stream *s);
-/* The kernel helper's file is readable: events wait on some streams. */
-void swiw_streams_kernel_event(void);
+/* The kernel helper's file is readable, or a poller looks at its event
+ * rings without asking it: true if any stream took an event. */
+bool swiw_streams_kernel_event(void);
+bool swiw_streams_cq_armed(void);
 
 /* swiw_setup_broker.c, from the engine loop */
 bool swiw_conn_is_broker(const void *ptr);
