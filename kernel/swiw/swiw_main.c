@@ -171,7 +171,9 @@ static int __init swiw_init(void)
 	ret = swiw_wire_selftest();
 	if (ret)
 		return ret;
-	swiw_wq = alloc_workqueue("swiw", WQ_MEM_RECLAIM, 0);
+	/* Unbound: a Read Response that receive queued in softirq goes out
+	 * on an idle CPU, not behind the program spinning on this one. */
+	swiw_wq = alloc_workqueue("swiw", WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
 	if (!swiw_wq)
 		return -ENOMEM;
 	ret = misc_register(&swiw_misc);
