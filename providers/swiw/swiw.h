@@ -347,6 +347,7 @@ struct swiw_mem_ref {
 	int access; /* IBV_ACCESS_* */
 	struct ibv_pd *pd;
 	uint32_t stag;
+	uint64_t gen; /* deregistrations counted when it was taken */
 };
 
 enum swiw_mem_err {
@@ -360,6 +361,8 @@ enum swiw_mem_err {
 int swiw_mem_lookup(uint32_t stag, const struct ibv_pd *pd, int need,
 		    uint64_t to, uint64_t len, struct swiw_mem_ref *ref);
 int swiw_mem_invalidate(uint32_t stag, const struct ibv_pd *pd);
+bool swiw_mem_ref_live(struct swiw_mem_ref *ref);
+void swiw_engine_mr_gone(void);
 
 /* engine/swiw_backend.c: which engine runs the queues (once per process) */
 enum swiw_engine_kind {

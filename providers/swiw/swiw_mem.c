@@ -94,14 +94,49 @@ int swiw_stag_insert(struct swiw_mr *mr, uint32_t stag)
 	return err;
 }
 
+/* Deregistrations so far: a reference taken before the last one must
+ * look whether its region is still there before it writes. */
+static uint64_t mem_gen;
+
 void swiw_stag_free(struct swiw_mr *mr)
 {
 	uint32_t idx = mr->stag >> 8;
 
 	pthread_mutex_lock(&stag_lock);
-	if (idx && idx <= SWIW_MAX_MR && stag_table[idx] == mr)
+	if (idx && idx <= SWIW_MAX_MR && stag_table[idx] == mr) {
 		stag_table[idx] = NULL;
+		__atomic_store_n(&mem_gen, mem_gen + 1, __ATOMIC_RELEASE);
+	}
 	pthread_mutex_unlock(&stag_lock);
+}
+
+/*
+ * The region @ref was taken from is still registered. The in-process
+ * engine places a segment, or a message into an RQE's buffers, over
+ * several rounds from one lookup; a deregistration in between (and the
+ * munmap() that may follow it) must stop it: the rest of the segment is
+ * dropped, as the region's owner no longer wants it, and the next
+ * segment fails on the STag. Deregistration then waits for the round
+ * under way (swiw_engine_mr_gone), so nothing is written after it
+ * returns. Cheap while nothing was deregistered since @ref was checked.
+ */
+bool swiw_mem_ref_live(struct swiw_mem_ref *ref)
+{
+	uint32_t idx = ref->stag >> 8;
+	struct swiw_mr *mr;
+	bool live;
+
+	if (__atomic_load_n(&mem_gen, __ATOMIC_ACQUIRE) == ref->gen)
+		return true;
+	pthread_mutex_lock(&stag_lock);
+	mr = stag_table && idx && idx <= SWIW_MAX_MR ? stag_table[idx] : NULL;
+	live = mr && mr->stag == ref->stag &&
+	       (uint8_t *)mr->vmr.ibv_mr.addr == ref->addr &&
+	       mr->iova == ref->iova && mr->vmr.ibv_mr.length == ref->len;
+	if (live)
+		ref->gen = mem_gen;
+	pthread_mutex_unlock(&stag_lock);
+	return live;
 }
 
 /*
@@ -176,6 +211,7 @@ int swiw_mem_lookup(uint32_t stag, const struct ibv_pd *pd, int need,
 		ref->access = mr->access;
 		ref->pd = mr->vmr.ibv_mr.pd;
 		ref->stag = stag;
+		ref->gen = mem_gen;
 	}
 	pthread_mutex_unlock(&stag_lock);
 	if (err)

@@ -327,6 +327,8 @@ int swiw_mr_stag_get(struct swiw_mr *mr, struct ibv_pd *pd, void *addr,
 void swiw_mr_stag_put(struct swiw_mr *mr)
 {
 	swiw_stag_free(mr);
+	if (!mr->backend)
+		swiw_engine_mr_gone();
 	if (mr->backend) {
 		int err = swiw_backend()->dereg_mr(mr->stag);
 

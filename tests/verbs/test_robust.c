@@ -1195,6 +1195,62 @@ static void test_destroy_then_unmap(void **state)
 }
 
 /*
+ * The target deregisters and unmaps a region while Writes stream into it
+ * (with the kernel helper a placement in softirq may then hold the
+ * region's last reference, and its pages are let go later, from a work
+ * item): nothing crashes, each Write completes once and in order, the
+ * ones sent before the target's TERMINATE came back succeed, then at most
+ * one fails with REM_ACCESS_ERR and the rest flush; the target goes to
+ * ERR on the STag it no longer has.
+ */
+static void test_dereg_under_writes(void **state)
+{
+	struct fx *f = *state;
+	struct ibv_wc wc[128];
+	uint8_t *m = mmap(NULL, BUF, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct ibv_sge sge = { (uintptr_t)f->asrc, 1u << 20, f->asmr->lkey };
+	enum ibv_wc_status want = IBV_WC_SUCCESS;
+	struct ibv_mr *mr;
+	int i, n;
+
+	assert_true(m != MAP_FAILED);
+	mr = ibv_reg_mr(f->pd, m, BUF, RT_ACC);
+	assert_non_null(mr);
+	for (i = 0; i < 96; i++)
+		assert_int_equal(rt_post(f->a, (uint64_t)i, IBV_WR_RDMA_WRITE,
+					 &sge, IBV_SEND_SIGNALED,
+					 (uintptr_t)m + (i % 4) * (1u << 20),
+					 mr->rkey),
+				 0);
+	assert_int_equal(rt_wait(f->ascq, wc, 1, 5000), 1);
+	assert_int_equal(wc[0].status, IBV_WC_SUCCESS);
+	assert_int_equal(ibv_dereg_mr(mr), 0);
+	assert_int_equal(munmap(m, BUF), 0);
+	n = rt_expect(f->ascq, wc + 1, 127, 95, 20000);
+	assert_int_equal(n, 95);
+	for (i = 1; i <= n; i++) {
+		assert_int_equal(wc[i].wr_id, (uint64_t)i);
+		if (wc[i].status != want && want == IBV_WC_SUCCESS &&
+		    wc[i].status == IBV_WC_REM_ACCESS_ERR)
+			want = IBV_WC_REM_ACCESS_ERR;
+		else if (wc[i].status != want)
+			want = IBV_WC_WR_FLUSH_ERR;
+		if (wc[i].status != want)
+			fprintf(stderr, "a: wr %d %s\n", i, st(wc[i].status));
+		assert_int_equal(wc[i].status, want);
+		if (want == IBV_WC_REM_ACCESS_ERR)
+			want = IBV_WC_WR_FLUSH_ERR;
+	}
+	assert_int_equal(rt_wait_state(f->b, IBV_QPS_ERR, 5000), IBV_QPS_ERR);
+	i = rt_event(f->ctx, f->b, 1000);
+	if (i != IBV_EVENT_QP_ACCESS_ERR)
+		fprintf(stderr, "b: event %d\n", i);
+	assert_int_equal(i, IBV_EVENT_QP_ACCESS_ERR);
+	no_more(f->ascq, 20);
+}
+
+/*
  * A WR list with an invalid WR in the middle, on a connected QP: post
  * fails there (EINVAL, bad_wr on it); the WRs ahead of it are posted and
  * delivered, none behind it is, and the QP carries on.
@@ -1370,6 +1426,7 @@ int main(void)
 		T(test_flush_peer_destroyed_reads),
 		T(test_no_placement_after_flush),
 		T(test_destroy_then_unmap),
+		T(test_dereg_under_writes),
 		T(test_flush_bad_read_mid_stream),
 		T(test_flush_bad_write_mid_stream),
 		T(test_write_wrong_key_byte),

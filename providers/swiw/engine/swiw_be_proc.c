@@ -177,18 +177,20 @@ static uint8_t *r_addr(void *handle, u64 addr)
 	return ref->addr + (addr - ref->iova);
 }
 
+/* A region deregistered meanwhile takes nothing (swiw_mem_ref_live). */
 static void r_mr_write(void *env, void *handle, u64 addr, const void *src,
 		       u32 len)
 {
 	(void)env;
-	memcpy(r_addr(handle, addr), src, len);
+	if (swiw_mem_ref_live(handle))
+		memcpy(r_addr(handle, addr), src, len);
 }
 
 static u32 r_mr_map(void *env, void *handle, u64 addr, u32 len,
 		    struct swiw_iov *iov, u32 max)
 {
 	(void)env;
-	if (!max)
+	if (!max || !swiw_mem_ref_live(handle))
 		return 0;
 	iov->base = r_addr(handle, addr);
 	iov->len = len;
@@ -203,7 +205,7 @@ static int r_mr_atomic(void *env, void *handle, u64 addr,
 	uint64_t o, next;
 
 	(void)env;
-	if ((uintptr_t)t & 7)
+	if ((uintptr_t)t & 7 || !swiw_mem_ref_live(handle))
 		return -EFAULT;
 	o = __atomic_load_n(t, __ATOMIC_ACQUIRE);
 	do {

@@ -932,6 +932,22 @@ locked:
 	return NULL;
 }
 
+/*
+ * A region left the STag table: the engine round under way, which may
+ * still write to it from an earlier lookup, ends before this returns;
+ * later rounds see it gone (swiw_mem_ref_live). Not from the engine
+ * itself, which holds the lock (a stream's own internal region).
+ */
+void swiw_engine_mr_gone(void)
+{
+	if (!__atomic_load_n(&eng_started, __ATOMIC_ACQUIRE) ||
+	    __atomic_load_n(&eng_owner, __ATOMIC_RELAXED) ==
+		    (unsigned long)pthread_self())
+		return;
+	swiw_eng_lock();
+	swiw_eng_unlock();
+}
+
 /* Starts the progress thread once; under the engine lock. */
 int swiw_eng_start(void)
 {
