@@ -1336,18 +1336,26 @@ struct ptb {
 	int err;
 };
 
-static void *ptb_sender(void *arg)
+/* A signaled Send of @b's 8 octets. */
+static int ptb_send(struct ptb *b, uint64_t id)
 {
-	struct ptb *b = arg;
-	struct ibv_send_wr w = { .sg_list = &b->sge,
+	struct ibv_send_wr w = { .wr_id = id,
+				 .sg_list = &b->sge,
 				 .num_sge = 1,
 				 .opcode = IBV_WR_SEND,
 				 .send_flags = IBV_SEND_SIGNALED },
 			   *bad;
 
+	return ibv_post_send(b->sq, &w, &bad);
+}
+
+static void *ptb_sender(void *arg)
+{
+	struct ptb *b = arg;
+
 	usleep(PTB_SEND_MS * 1000);
 	clock_gettime(CLOCK_MONOTONIC, &b->posted);
-	b->err = ibv_post_send(b->sq, &w, &bad);
+	b->err = ptb_send(b, 0);
 	return NULL;
 }
 
@@ -1360,7 +1368,6 @@ static void test_poll_then_block(void **state)
 	struct ibv_recv_wr rw = { .sg_list = &rs, .num_sge = 1 }, *bad;
 	struct ptb b = { .sge = { (uintptr_t)f->a.src, 8, f->a.smr->lkey } };
 	struct pollfd p;
-	struct timespec t0;
 	struct ibv_cq *evcq;
 	struct ibv_wc wc[2];
 	long best = -1, late;
@@ -1376,24 +1383,15 @@ static void test_poll_then_block(void **state)
 	assert_int_equal(verbs_to_rts(rq, b.sq->qp_num), 0);
 	p = (struct pollfd){ .fd = ch->fd, .events = POLLIN };
 	for (round = 0; round < PTB_ROUNDS; round++) {
-		struct ibv_send_wr w = { .wr_id = 100,
-					 .sg_list = &b.sge,
-					 .num_sge = 1,
-					 .opcode = IBV_WR_SEND,
-					 .send_flags = IBV_SEND_SIGNALED },
-				   *sbad;
-
 		rw.wr_id = 100;
 		assert_int_equal(ibv_post_recv(rq, &rw, &bad), 0);
 		rw.wr_id = (uint64_t)round;
 		assert_int_equal(ibv_post_recv(rq, &rw, &bad), 0);
-		assert_int_equal(ibv_post_send(b.sq, &w, &sbad), 0);
+		assert_int_equal(ptb_send(&b, 100), 0);
 		assert_int_equal(wait_cq(rcq, wc, 1), 1);
 		check_wc(&wc[0], 100, IBV_WC_RECV, 8);
 		assert_int_equal(wait_cq(f->a.scq, wc, 1), 1);
-		clock_gettime(CLOCK_MONOTONIC, &t0);
-		while (us_since(&t0) < PTB_POLL_MS * 1000L)
-			assert_int_equal(ibv_poll_cq(rcq, 2, wc), 0);
+		spin_empty(rcq, PTB_POLL_MS * 1000L);
 		assert_int_equal(ibv_req_notify_cq(rcq, 0), 0);
 		assert_int_equal(ibv_poll_cq(rcq, 2, wc), 0);
 		assert_int_equal(pthread_create(&th, NULL, ptb_sender, &b), 0);

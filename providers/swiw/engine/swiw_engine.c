@@ -759,6 +759,37 @@ static void helper_mute(void)
 }
 
 /*
+ * The thread waits on its epoll set until @until (UINT64_MAX: no time
+ * limit), and says so in thread_wake_ns for wake_for_timers. A poller
+ * that handled events since @seen_gen was taken may have set a deadline
+ * and seen the thread still awake; with @owed, a nap took a ring the
+ * thread has not answered: either way it only looks. epoll's count;
+ * *woke: when it woke.
+ */
+static int thread_wait(struct epoll_event *evs, uint64_t now, uint64_t until,
+		       bool owed, uint32_t seen_gen, uint64_t *woke)
+{
+	struct timespec t, *tp = NULL;
+	int n;
+
+	__atomic_store_n(&thread_wake_ns, until, __ATOMIC_SEQ_CST);
+	if (owed ||
+	    __atomic_load_n(&eng_poll_gen, __ATOMIC_SEQ_CST) != seen_gen)
+		until = now;
+	if (until != UINT64_MAX) {
+		uint64_t ns = until > now ? until - now : 0;
+
+		t.tv_sec = (time_t)(ns / 1000000000u);
+		t.tv_nsec = (long)(ns % 1000000000u);
+		tp = &t;
+	}
+	n = epoll_pwait2(eng_epfd, evs, 64, tp, NULL);
+	*woke = swiw_eng_now_ns();
+	__atomic_store_n(&thread_wake_ns, 0, __ATOMIC_RELAXED);
+	return n;
+}
+
+/*
  * Muted: sleeps on the rest of the set (the doorbell, the broker, the
  * sockets of streams being set up) until @due, a deadline, or
  * SWIW_ENG_MUTED_NS. True if it woke to nothing and the program still
@@ -768,22 +799,15 @@ static void helper_mute(void)
 static bool muted_nap(uint64_t due, uint32_t seen_gen, struct epoll_event *evs,
 		      int *n)
 {
-	uint64_t now = swiw_eng_now_ns(), ns = SWIW_ENG_MUTED_NS;
-	struct timespec t;
+	uint64_t now = swiw_eng_now_ns();
 
 	*n = 0;
 	if (!mute_still(now) || now >= due)
 		return false;
-	if (due - now < ns)
-		ns = due - now;
-	t.tv_sec = (time_t)(ns / 1000000000u);
-	t.tv_nsec = (long)(ns % 1000000000u);
-	__atomic_store_n(&thread_wake_ns, now + ns, __ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&eng_poll_gen, __ATOMIC_SEQ_CST) != seen_gen)
-		return false;
-	*n = epoll_pwait2(eng_epfd, evs, 64, &t, NULL);
-	now = swiw_eng_now_ns();
-	__atomic_store_n(&thread_wake_ns, 0, __ATOMIC_RELAXED);
+	*n = thread_wait(
+		evs, now,
+		due - now < SWIW_ENG_MUTED_NS ? due : now + SWIW_ENG_MUTED_NS,
+		false, seen_gen, &now);
 	if (*n < 0)
 		*n = 0;
 	return !*n && mute_still(now) && now < due &&
@@ -880,22 +904,11 @@ static void *eng_main(void *arg)
 			    !within(&last_look_ns, now, SWIW_ENG_POLLED_NS) &&
 			    (!app_took_last() || app_armed(now)))
 				wait_ms = 0;
-			__atomic_store_n(&thread_wake_ns,
-					 wait_ms < 0 ? UINT64_MAX :
-						       now + (uint64_t)wait_ms *
-								       1000000u,
-					 __ATOMIC_SEQ_CST);
-			/* A poller that handled events since wait_ms was
-			 * taken may have set a deadline, and seen the thread
-			 * still awake (wake_for_timers); or a nap took a ring
-			 * the thread has not answered: look again. */
-			if (owed ||
-			    __atomic_load_n(&eng_poll_gen, __ATOMIC_SEQ_CST) !=
-				    seen_gen)
-				wait_ms = 0;
-			n = epoll_wait(eng_epfd, evs, 64, wait_ms);
-			woke = swiw_eng_now_ns();
-			__atomic_store_n(&thread_wake_ns, 0, __ATOMIC_RELAXED);
+			n = thread_wait(evs, now,
+					wait_ms < 0 ? UINT64_MAX :
+						      now + (uint64_t)wait_ms *
+								      1000000u,
+					owed, seen_gen, &woke);
 			/* Woken with the program that drives the engine: its
 			 * own epoll_wait() reports the same events (level
 			 * triggered), so leave them to it rather than queue
