@@ -362,6 +362,17 @@ int swiw_mem_lookup(uint32_t stag, const struct ibv_pd *pd, int need,
 		    uint64_t to, uint64_t len, struct swiw_mem_ref *ref);
 int swiw_mem_invalidate(uint32_t stag, const struct ibv_pd *pd);
 bool swiw_mem_ref_live(struct swiw_mem_ref *ref);
+
+/* Lookups of one PD's regions, kept until the STag table changes
+ * (swiw_mem_lookup_cached); for one thread at a time. */
+#define SWIW_MEM_CACHE 4
+struct swiw_mem_cache {
+	struct swiw_mem_ref ref[SWIW_MEM_CACHE];
+};
+
+int swiw_mem_lookup_cached(struct swiw_mem_cache *c, uint32_t stag,
+			   const struct ibv_pd *pd, int need, uint64_t to,
+			   uint64_t len, struct swiw_mem_ref *ref);
 void swiw_engine_mr_gone(void);
 
 /* engine/swiw_backend.c: which engine runs the queues (once per process) */

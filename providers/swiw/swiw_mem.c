@@ -94,8 +94,9 @@ int swiw_stag_insert(struct swiw_mr *mr, uint32_t stag)
 	return err;
 }
 
-/* Deregistrations so far: a reference taken before the last one must
- * look whether its region is still there before it writes. */
+/* Deregistrations and invalidations so far: a reference taken before the
+ * last one must look whether its region is still there before it writes,
+ * and a cached lookup is stale. */
 static uint64_t mem_gen;
 
 void swiw_stag_free(struct swiw_mr *mr)
@@ -190,12 +191,30 @@ int swiw_mem_check_range(const void *addr, size_t len, bool need_write)
  * cannot leave the caller with a freed MR. Returns 0, or the reason as
  * an enum swiw_mem_err.
  */
+/* What swiw_mem_lookup checks of a region found: its PD, rights, bounds. */
+static int ref_check(const struct swiw_mem_ref *ref, const struct ibv_pd *pd,
+		     int need, uint64_t to, uint64_t len)
+{
+	uint64_t end;
+
+	if (!pd || ref->pd != pd)
+		return SWIW_MEM_NOT_ASSOC;
+	if ((ref->access & need) != need)
+		return SWIW_MEM_ACCESS;
+	if (!len)
+		return 0; /* nothing to bound: the caller checks */
+	if (__builtin_add_overflow(to, len, &end))
+		return SWIW_MEM_WRAP;
+	if (to < ref->iova || end > ref->iova + ref->len)
+		return SWIW_MEM_BOUNDS;
+	return 0;
+}
+
 int swiw_mem_lookup(uint32_t stag, const struct ibv_pd *pd, int need,
 		    uint64_t to, uint64_t len, struct swiw_mem_ref *ref)
 {
 	uint32_t idx = stag >> 8;
 	struct swiw_mr *mr;
-	uint64_t end;
 	int err = 0;
 
 	if (!idx || idx > SWIW_MAX_MR)
@@ -214,19 +233,7 @@ int swiw_mem_lookup(uint32_t stag, const struct ibv_pd *pd, int need,
 		ref->gen = mem_gen;
 	}
 	pthread_mutex_unlock(&stag_lock);
-	if (err)
-		return err;
-	if (!pd || ref->pd != pd)
-		return SWIW_MEM_NOT_ASSOC;
-	if ((ref->access & need) != need)
-		return SWIW_MEM_ACCESS;
-	if (!len)
-		return 0; /* nothing to bound: the caller checks */
-	if (__builtin_add_overflow(to, len, &end))
-		return SWIW_MEM_WRAP;
-	if (to < ref->iova || end > ref->iova + ref->len)
-		return SWIW_MEM_BOUNDS;
-	return 0;
+	return err ? err : ref_check(ref, pd, need, to, len);
 }
 
 /*
@@ -252,6 +259,35 @@ int swiw_mem_invalidate(uint32_t stag, const struct ibv_pd *pd)
 		err = SWIW_MEM_NOT_ASSOC;
 	else
 		mr->invalid = true;
+	if (!err)
+		__atomic_store_n(&mem_gen, mem_gen + 1, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&stag_lock);
 	return err;
+}
+
+/*
+ * swiw_mem_lookup() for a data path that looks the same few STags up for
+ * every message (an RQE's buffer, a Send's source): a region found while
+ * the table has not changed since (no deregistration or invalidation,
+ * mem_gen) is taken from @c, without the table's lock, and checked as
+ * swiw_mem_lookup checks. Only regions of @pd are kept. @c is zeroed
+ * before first use (no region has STag 0).
+ */
+int swiw_mem_lookup_cached(struct swiw_mem_cache *c, uint32_t stag,
+			   const struct ibv_pd *pd, int need, uint64_t to,
+			   uint64_t len, struct swiw_mem_ref *ref)
+{
+	struct swiw_mem_ref *e = &c->ref[(stag >> 8) % SWIW_MEM_CACHE];
+	int rc;
+
+	if (stag && e->stag == stag && e->pd == pd &&
+	    e->gen == __atomic_load_n(&mem_gen, __ATOMIC_ACQUIRE)) {
+		*ref = *e;
+	} else {
+		rc = swiw_mem_lookup(stag, pd, 0, 0, 0, ref);
+		if (rc)
+			return rc;
+		*e = *ref;
+	}
+	return ref_check(ref, pd, need, to, len);
 }

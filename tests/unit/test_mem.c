@@ -99,12 +99,81 @@ static void test_invalidate(void **state)
 	swiw_stag_free(&mr);
 }
 
+/*
+ * The data path's cached lookup: a hit is checked as a lookup is (PD,
+ * rights, bounds), and a deregistration or an invalidation since the
+ * entry was kept makes it miss, whether or not the slot is reused.
+ */
+static void test_cached(void **state)
+{
+	struct swiw_mem_cache c;
+	struct swiw_mem_ref ref;
+	struct swiw_mr mr, mr2;
+	uint32_t st;
+
+	(void)state;
+	memset(&c, 0, sizeof(c));
+	mr_init(&mr, &pd_a, IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE);
+	assert_int_equal(swiw_stag_alloc(&mr), 0);
+	st = mr.stag;
+	assert_int_equal(swiw_mem_lookup_cached(&c, st, &pd_a, 0, 0x10000,
+						sizeof(buf), &ref),
+			 0);
+	assert_ptr_equal(ref.addr, buf);
+	/* Hits, checked each time. */
+	assert_int_equal(swiw_mem_lookup_cached(&c, st, &pd_a,
+						IBV_ACCESS_LOCAL_WRITE, 0x10000,
+						1, &ref),
+			 0);
+	assert_int_equal(swiw_mem_lookup_cached(&c, st, &pd_b, 0, 0, 0, &ref),
+			 SWIW_MEM_NOT_ASSOC);
+	assert_int_equal(swiw_mem_lookup_cached(&c, st, &pd_a,
+						IBV_ACCESS_REMOTE_READ, 0, 0,
+						&ref),
+			 SWIW_MEM_ACCESS);
+	assert_int_equal(swiw_mem_lookup_cached(&c, st, &pd_a, 0, 0x10001,
+						sizeof(buf), &ref),
+			 SWIW_MEM_BOUNDS);
+	assert_int_equal(swiw_mem_lookup_cached(&c, st, &pd_a, 0, UINT64_MAX, 2,
+						&ref),
+			 SWIW_MEM_WRAP);
+	assert_int_equal(swiw_mem_lookup_cached(&c, st ^ 0x01, &pd_a, 0, 0, 0,
+						&ref),
+			 SWIW_MEM_INVALID);
+	/* Invalidated: the entry kept is stale. */
+	assert_int_equal(swiw_mem_invalidate(st, &pd_a), 0);
+	assert_int_equal(swiw_mem_lookup_cached(&c, st, &pd_a, 0, 0, 0, &ref),
+			 SWIW_MEM_INVALID);
+	swiw_stag_free(&mr);
+
+	/* Deregistered after a hit was kept: stale too. */
+	mr_init(&mr2, &pd_a, IBV_ACCESS_REMOTE_WRITE);
+	assert_int_equal(swiw_stag_alloc(&mr2), 0);
+	st = mr2.stag;
+	assert_int_equal(swiw_mem_lookup_cached(&c, st, &pd_a, 0, 0, 0, &ref),
+			 0);
+	swiw_stag_free(&mr2);
+	assert_int_equal(swiw_mem_lookup_cached(&c, st, &pd_a, 0, 0, 0, &ref),
+			 SWIW_MEM_INVALID);
+	/* A miss of another PD is not kept for the right one's sake. */
+	mr_init(&mr, &pd_a, IBV_ACCESS_REMOTE_WRITE);
+	assert_int_equal(swiw_stag_alloc(&mr), 0);
+	assert_int_equal(swiw_mem_lookup_cached(&c, mr.stag, &pd_b, 0, 0, 0,
+						&ref),
+			 SWIW_MEM_NOT_ASSOC);
+	assert_int_equal(swiw_mem_lookup_cached(&c, mr.stag, &pd_b, 0, 0, 0,
+						&ref),
+			 SWIW_MEM_NOT_ASSOC);
+	swiw_stag_free(&mr);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_lookup),
 		cmocka_unit_test(test_no_pd_fails_closed),
 		cmocka_unit_test(test_invalidate),
+		cmocka_unit_test(test_cached),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

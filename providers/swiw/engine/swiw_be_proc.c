@@ -132,7 +132,8 @@ static int r_mr_get(void *env, u32 stag, struct swiw_lower_mr *mr)
 		rs->free_refs = r->next;
 	else if (!(r = malloc(sizeof(*r))))
 		return -ENOMEM;
-	rc = swiw_mem_lookup(stag, rs->pd, 0, 0, 0, &r->ref);
+	rc = swiw_mem_lookup_cached(&rs->mcache, stag, rs->pd, 0, 0, 0,
+				    &r->ref);
 	if (rc) {
 		r->next = rs->free_refs;
 		rs->free_refs = r;

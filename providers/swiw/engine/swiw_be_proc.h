@@ -14,6 +14,7 @@
 
 #include <rdma/swiw-abi.h>
 
+#include "swiw.h"
 #include "swiw_backend.h"
 #include "swiw_lower.h"
 
@@ -42,6 +43,7 @@ struct swiw_proc_stream {
 	int fd;
 	const struct swiw_proc_mode *mode;
 	struct ring_ref *free_refs;
+	struct swiw_mem_cache mcache; /* r_mr_get's */
 	struct ring_queue *q[3]; /* tx, rxev, rq: busy while attached */
 	uint8_t *stage; /* received octets the lower half has not taken */
 	uint32_t st_head, st_tail;

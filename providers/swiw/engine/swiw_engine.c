@@ -434,11 +434,16 @@ static void wake_for_timers(int t)
  */
 static void poller_unlock(bool moved)
 {
-	int t = moved ? eng_timeout_ms() : -1;
+	int t = -1;
 
-	if (moved)
+	/* A thread not in thread_wait (thread_wake_ns 0) sees the bump
+	 * before it sleeps there: its timeout need not be worked out. */
+	if (moved) {
 		__atomic_store_n(&eng_poll_gen, eng_poll_gen + 1,
 				 __ATOMIC_SEQ_CST);
+		if (__atomic_load_n(&thread_wake_ns, __ATOMIC_SEQ_CST))
+			t = eng_timeout_ms();
+	}
 	swiw_eng_unlock();
 	wake_for_timers(t);
 }

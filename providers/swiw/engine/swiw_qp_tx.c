@@ -95,8 +95,9 @@ static bool take_sges(struct swiw_stream *s, const struct swiw_sge *sge,
 
 		if (!sge[i].length)
 			continue;
-		if (swiw_mem_lookup(sge[i].lkey, s->qp->vqp.qp.pd, 0,
-				    sge[i].laddr, sge[i].length, &ref))
+		if (swiw_mem_lookup_cached(&s->mcache, sge[i].lkey,
+					   s->qp->vqp.qp.pd, 0, sge[i].laddr,
+					   sge[i].length, &ref))
 			return false;
 		s->src[s->nsrc].addr = ref.addr + (sge[i].laddr - ref.iova);
 		s->src[s->nsrc].len = sge[i].length;
@@ -164,9 +165,10 @@ static bool rd_sinks(struct swiw_stream *s, const struct swiw_sqe *sqe,
 
 		if (!sge[i].length)
 			continue;
-		if (swiw_mem_lookup(sge[i].lkey, s->qp->vqp.qp.pd,
-				    IBV_ACCESS_LOCAL_WRITE, sge[i].laddr,
-				    sge[i].length, &ref))
+		if (swiw_mem_lookup_cached(&s->mcache, sge[i].lkey,
+					   s->qp->vqp.qp.pd,
+					   IBV_ACCESS_LOCAL_WRITE, sge[i].laddr,
+					   sge[i].length, &ref))
 			return false;
 		s->rd_sink[s->rd_nsink].lkey = sge[i].lkey;
 		s->rd_sink[s->rd_nsink].laddr = sge[i].laddr;
@@ -190,8 +192,9 @@ static bool atomic_req(struct swiw_stream *s, const struct swiw_sqe *sqe,
 
 	if (sqe->num_sge != 1 || (sqe->flags & SWIW_WQE_INLINE) ||
 	    sge->length != RDMAP_ATOMIC_DATA_SIZE ||
-	    swiw_mem_lookup(sge->lkey, s->qp->vqp.qp.pd, IBV_ACCESS_LOCAL_WRITE,
-			    sge->laddr, RDMAP_ATOMIC_DATA_SIZE, &ref))
+	    swiw_mem_lookup_cached(&s->mcache, sge->lkey, s->qp->vqp.qp.pd,
+				   IBV_ACCESS_LOCAL_WRITE, sge->laddr,
+				   RDMAP_ATOMIC_DATA_SIZE, &ref))
 		return false;
 	memset(rd, 0, sizeof(*rd));
 	rd->slot = s->slot;

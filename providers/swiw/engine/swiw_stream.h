@@ -137,6 +137,8 @@ struct swiw_stream {
 	uint64_t eof_due_ns; /* the peer closed: fail the stream then */
 	struct swiw_stream *next, *next_dead;
 
+	/* The SQ's lookups of its WRs' regions (swiw_qp_tx.c). */
+	struct swiw_mem_cache mcache;
 	uint32_t ird, ord;
 	uint32_t mulpdu;
 	bool bk_on; /* connected through the broker: QP's ORD applies */

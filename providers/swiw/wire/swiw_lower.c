@@ -61,6 +61,7 @@ int swiw_lower_init(struct swiw_lower *l, const struct swiw_lower_cfg *cfg,
 	l->cfg.qp_access &= SWIW_ACC_REMOTE_WRITE | SWIW_ACC_REMOTE_READ |
 			    SWIW_ACC_REMOTE_ATOMIC;
 	l->tx_take = cfg->tx.pos;
+	l->ev_free_to = cfg->rxev.pos;
 	l->ftx.pos = cfg->tx_pos;
 	l->ftx.markers = cfg->markers_tx;
 	l->ftx.crc = cfg->crc;
@@ -79,20 +80,28 @@ int swiw_lower_init(struct swiw_lower *l, const struct swiw_lower_cfg *cfg,
 	return 0;
 }
 
-/* True when the next @n event slots are free. */
+/*
+ * True when the next @n event slots are free. Each slot is looked at once
+ * between two fillings of it (ev_free_to), not at every check: the checks
+ * come for every FPDU and txd, and each flag word is a cache line of its
+ * own that the consumer last wrote.
+ */
 static bool ring_room(struct swiw_lower *l, u32 n)
 {
 	const struct swiw_ring *r = &l->cfg.rxev;
-	u32 i;
+	u32 end = r->pos + n, i = l->ev_free_to;
 
 	if (n > r->num)
 		return false;
-	for (i = 0; i < n; i++)
-		if (swiw_slot_flags_load(swiw_lower_slot_flags(
-			    swiw_lower_slot(r, r->pos + i))) &
+	if ((s32)(i - r->pos) < 0)
+		i = r->pos;
+	for (; (s32)(end - i) > 0; i++)
+		if (swiw_slot_flags_load(
+			    swiw_lower_slot_flags(swiw_lower_slot(r, i))) &
 		    SWIW_SLOT_VALID)
-			return false;
-	return true;
+			break;
+	l->ev_free_to = i;
+	return (s32)(i - end) >= 0;
 }
 
 /* True when @n events can be posted now, after those kept. */
@@ -168,7 +177,7 @@ void swiw_lower_rqe_drop(struct swiw_lower *l)
 	for (i = 0; i < l->rqe.nsge; i++)
 		if (l->rqe.sge[i].mr)
 			l->ops->mr_put(l->env, l->rqe.sge[i].mr);
-	memset(&l->rqe, 0, sizeof(l->rqe));
+	swiw_lower_rqe_clear(&l->rqe);
 }
 
 /*

@@ -254,6 +254,9 @@ struct swiw_lower {
 	/* Events */
 	bool stalled; /* the event ring was full: wait for a doorbell */
 	bool wake_due;
+	/* Event slots from cfg.rxev.pos up to here were seen free: only
+	 * this side fills them, so they stay free until it does. */
+	u32 ev_free_to;
 	u32 npend;
 	struct swiw_rxev pend[SWIW_LOWER_PEND];
 };

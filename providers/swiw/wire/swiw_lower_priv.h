@@ -36,6 +36,17 @@ static inline void swiw_lower_slot_copy(void *dst, const u8 *slot, size_t len)
 	       slot + SWIW_SLOT_FLAGS_OFF + 2, len - SWIW_SLOT_FLAGS_OFF - 2);
 }
 
+/* An RQE slot emptied: the SGEs past nsge are never read, and not
+ * cleared (a memset of all SWIW_MAX_SGE of them cost every message). */
+static inline void swiw_lower_rqe_clear(struct swiw_lower_rqe *q)
+{
+	q->valid = false;
+	q->bad = false;
+	q->id = 0;
+	q->nsge = 0;
+	q->len = 0;
+}
+
 /* swiw_lower.c */
 bool swiw_lower_ev_room(struct swiw_lower *l, u32 n);
 void swiw_lower_ev_post(struct swiw_lower *l, const struct swiw_rxev *ev);

@@ -116,7 +116,7 @@ static int rqe_take(struct swiw_lower *l)
 	rq->ring.pos++;
 	l->ops->rq_unlock(l->env, rq);
 
-	memset(&l->rqe, 0, sizeof(l->rqe));
+	swiw_lower_rqe_clear(&l->rqe);
 	l->rqe.valid = true;
 	l->rqe.id = h.id;
 	if (!fits || !rqe_sges(l, h.num_sge)) {
