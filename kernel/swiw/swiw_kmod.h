@@ -41,6 +41,7 @@ struct swiw_kmr {
 	u32 pd; /* the provider's PD: streams of another find it not */
 	u32 access; /* IB_UVERBS_ACCESS_* */
 	bool invalid; /* invalidated: no new access finds it */
+	bool dead; /* deregistered: a placement under way writes no more */
 	u64 addr;
 	u64 length;
 	unsigned long npages;
@@ -123,6 +124,7 @@ void swiw_queue_release_all(struct swiw_kfile *f);
 
 int swiw_stream_attach(struct swiw_kfile *f, void __user *arg);
 int swiw_stream_cmd(struct swiw_kfile *f, unsigned int cmd, void __user *arg);
+void swiw_streams_barrier(struct swiw_kfile *f);
 int swiw_stream_set_access(struct swiw_kfile *f, void __user *arg);
 bool swiw_stream_events_pending(struct swiw_kfile *f);
 void swiw_stream_release_all(struct swiw_kfile *f);

@@ -236,7 +236,13 @@ int swiw_mr_dereg(struct swiw_kfile *f, void __user *arg)
 		return -EINVAL;
 	}
 	__xa_erase(&f->mrs, req.stag >> 8);
+	WRITE_ONCE(mr->dead, true);
 	xa_unlock_bh(&f->mrs);
+	/* A placement that took the region before holds it over several
+	 * receive rounds (a segment, an RQE's message): once this returns
+	 * the program may reuse the memory, so every placement under way
+	 * ends first, and later ones see it dead. */
+	swiw_streams_barrier(f);
 	swiw_mr_put(mr);
 	return 0;
 }
@@ -350,6 +356,8 @@ void swiw_mr_write(struct swiw_kmr *mr, u64 addr, const void *src, u32 len)
 	unsigned long pg;
 	unsigned int off;
 
+	if (READ_ONCE(mr->dead))
+		return; /* deregistered: the rest of the segment is dropped */
 	if (WARN_ON_ONCE(!mr->writable ||
 			 !swiw_mr_locate(mr, addr, len, &pg, &off)))
 		return;
@@ -378,7 +386,8 @@ u32 swiw_mr_map(struct swiw_kmr *mr, u64 addr, u32 len, struct swiw_iov *iov,
 	unsigned int off;
 	u32 n = 0;
 
-	if (WARN_ON_ONCE(!swiw_mr_locate(mr, addr, len, &pg, &off)))
+	if (READ_ONCE(mr->dead) ||
+	    WARN_ON_ONCE(!swiw_mr_locate(mr, addr, len, &pg, &off)))
 		return 0;
 	while (len) {
 		u32 take = min_t(u32, len, PAGE_SIZE - off);
@@ -411,7 +420,7 @@ int swiw_mr_atomic(struct swiw_kmr *mr, u64 addr,
 	unsigned int off;
 	u64 *p, cur, next;
 
-	if ((addr & 7) || !mr->writable ||
+	if ((addr & 7) || !mr->writable || READ_ONCE(mr->dead) ||
 	    !swiw_mr_locate(mr, addr, 8, &pg, &off))
 		return -EFAULT;
 	p = kmap_local_page(mr->pages[pg]) + off;

@@ -719,6 +719,27 @@ static struct swiw_kstream *swiw_stream_get(struct swiw_kfile *f, u32 id)
 	return s;
 }
 
+/*
+ * Every placement under way on @f's streams has ended (each is owned and
+ * given up once): a region marked dead before this is written no more.
+ * Regions belong to one file, so no other file's stream can reach it.
+ */
+void swiw_streams_barrier(struct swiw_kfile *f)
+{
+	struct swiw_kstream *s;
+	unsigned long id;
+
+	xa_for_each(&f->streams, id, s)
+	{
+		s = swiw_stream_get(f, (u32)id);
+		if (!s)
+			continue;
+		swiw_stream_claim(s);
+		swiw_stream_unclaim(s);
+		swiw_stream_put(s);
+	}
+}
+
 static int swiw_stream_doorbell(struct swiw_kstream *s)
 {
 	bool stalled;

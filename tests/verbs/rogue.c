@@ -174,12 +174,13 @@ int rogue_establish(struct rogue *r, int ms)
 	return 0;
 }
 
-int rogue_send_ulpdu(struct rogue *r, const void *hdr, u32 hdr_len,
-		     const void *payload, u32 payload_len)
+/* Frames @hdr and @payload as the stream's next FPDU, in @iov (8). */
+static int frame(struct rogue *r, const void *hdr, u32 hdr_len,
+		 const void *payload, u32 payload_len,
+		 struct swiw_fpdu_frame *f, struct swiw_iov *fiov,
+		 struct iovec *iov)
 {
-	struct swiw_fpdu_frame f;
-	struct swiw_iov piece[2], fiov[8];
-	struct iovec iov[8];
+	struct swiw_iov piece[2];
 	u32 i;
 	int rc;
 
@@ -187,16 +188,55 @@ int rogue_send_ulpdu(struct rogue *r, const void *hdr, u32 hdr_len,
 	piece[0].len = hdr_len;
 	piece[1].base = payload_len ? payload : NULL;
 	piece[1].len = payload_len;
-	f.iov = fiov;
-	f.max_iov = SWIW_ARRAY_SIZE(fiov);
-	rc = swiw_fpdu_tx_build(&r->ftx, piece, 2, &f);
+	f->iov = fiov;
+	f->max_iov = 8;
+	rc = swiw_fpdu_tx_build(&r->ftx, piece, 2, f);
 	if (rc)
 		return rc;
-	for (i = 0; i < f.n_iov; i++) {
+	for (i = 0; i < f->n_iov; i++) {
 		iov[i].iov_base = (void *)fiov[i].base;
 		iov[i].iov_len = fiov[i].len;
 	}
-	return write_all(r->fd, iov, (int)f.n_iov);
+	return (int)f->n_iov;
+}
+
+int rogue_send_ulpdu(struct rogue *r, const void *hdr, u32 hdr_len,
+		     const void *payload, u32 payload_len)
+{
+	struct swiw_fpdu_frame f;
+	struct swiw_iov fiov[8];
+	struct iovec iov[8];
+	int n = frame(r, hdr, hdr_len, payload, payload_len, &f, fiov, iov);
+
+	return n < 0 ? n : write_all(r->fd, iov, n);
+}
+
+int rogue_frame(struct rogue *r, const void *hdr, u32 hdr_len,
+		const void *payload, u32 payload_len, u8 *out, size_t max,
+		size_t *len)
+{
+	struct swiw_fpdu_frame f;
+	struct swiw_iov fiov[8];
+	struct iovec iov[8];
+	int i, n = frame(r, hdr, hdr_len, payload, payload_len, &f, fiov, iov);
+
+	if (n < 0)
+		return n;
+	*len = 0;
+	for (i = 0; i < n; i++) {
+		if (iov[i].iov_len > max - *len)
+			return -ENOSPC;
+		memcpy(out + *len, iov[i].iov_base, iov[i].iov_len);
+		*len += iov[i].iov_len;
+	}
+	return 0;
+}
+
+int rogue_write_raw(struct rogue *r, const void *buf, size_t len)
+{
+	struct iovec iov = { (void *)buf, len };
+
+	return write_all(r->fd, &iov, 1);
 }
 
 int rogue_send(struct rogue *r, const struct swiw_rdmap_msg *m,

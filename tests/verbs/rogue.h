@@ -79,6 +79,18 @@ int rogue_send_ulpdu(struct rogue *r, const void *hdr, u32 hdr_len,
 		     const void *payload, u32 payload_len);
 
 /*
+ * The same FPDU built into @out (@max octets) instead, *@len long, for the
+ * caller to send in parts with rogue_write_raw: 0 or a negative errno.
+ * The stream counts it as sent (marker positions).
+ */
+int rogue_frame(struct rogue *r, const void *hdr, u32 hdr_len,
+		const void *payload, u32 payload_len, u8 *out, size_t max,
+		size_t *len);
+
+/* @len octets of the stream, as they are: 0 or a negative errno. */
+int rogue_write_raw(struct rogue *r, const void *buf, size_t len);
+
+/*
  * The next FPDU within @ms: 0, -ETIMEDOUT, -ENODATA at the peer's FIN,
  * -EPROTO when the framing (length, CRC) is broken, another -errno.
  */

@@ -1201,7 +1201,9 @@ static void test_destroy_then_unmap(void **state)
  * item): nothing crashes, each Write completes once and in order, the
  * ones sent before the target's TERMINATE came back succeed, then at most
  * one fails with REM_ACCESS_ERR and the rest flush; the target goes to
- * ERR on the STag it no longer has.
+ * ERR on the STag it no longer has. Unless every Write was placed before
+ * the deregistration (the kernel helper places in softirq, and the first
+ * completion may be reaped late): then all succeed and no error is owed.
  */
 static void test_dereg_under_writes(void **state)
 {
@@ -1229,6 +1231,14 @@ static void test_dereg_under_writes(void **state)
 	assert_int_equal(munmap(m, BUF), 0);
 	n = rt_expect(f->ascq, wc + 1, 127, 95, 20000);
 	assert_int_equal(n, 95);
+	if (wc[n].status == IBV_WC_SUCCESS) {
+		for (i = 1; i <= n; i++)
+			assert_int_equal(wc[i].status, IBV_WC_SUCCESS);
+		fprintf(stderr, "every Write placed before the "
+				"deregistration: no error owed\n");
+		no_more(f->ascq, 20);
+		return;
+	}
 	for (i = 1; i <= n; i++) {
 		assert_int_equal(wc[i].wr_id, (uint64_t)i);
 		if (wc[i].status != want && want == IBV_WC_SUCCESS &&

@@ -966,6 +966,54 @@ static void test_qp_write_revoked(void **state)
 	assert_memory_equal(f->tgt + 4096, pattern + 7 + 4096, BUF - 4096);
 }
 
+/*
+ * The region a Write lands in is deregistered between two parts of one
+ * segment: the program may reuse the memory once ibv_dereg_mr returned,
+ * so nothing of the rest lands (with the kernel helper too, which holds
+ * the pinned pages until the segment ends); the next Write names a STag
+ * that is gone. The memory stays mapped here, so a late write would show.
+ */
+static void test_dereg_mid_segment(void **state)
+{
+	struct fx *f = *state;
+	const u32 len = 16384, first = 8192;
+	struct swiw_rdmap_msg m = { .opcode = RDMAP_WRITE, .len = len };
+	u8 hdr[SWIW_DDP_HDR_MAX], fr[2 + SWIW_DDP_HDR_MAX + 16384 + 64];
+	struct swiw_ddp_txseg seg;
+	struct swiw_ddp_tx tx;
+	size_t flen, head;
+	u32 stag = f->tgt_mr->rkey;
+	int i;
+
+	connect_rogue(f, &f->c[0], f->pd, CM_ACCESS);
+	post_recvs(f, f->c[0].id->qp, 2);
+	m.stag = stag;
+	m.to = (uintptr_t)f->tgt;
+	assert_int_equal(swiw_ddp_tx_init(&tx, &m), 0);
+	assert_int_equal(swiw_ddp_tx_next(&tx, len + SWIW_DDP_HDR_MAX, hdr,
+					  sizeof(hdr), &seg),
+			 1);
+	assert_true(seg.last && seg.payload_len == len);
+	assert_int_equal(rogue_frame(f->c[0].r, hdr, seg.hdr_len, data(3), len,
+				     fr, sizeof(fr), &flen),
+			 0);
+	/* The length, the header and @first octets of payload (no marker
+	 * comes this early in the stream's first FPDUs). */
+	head = 2 + seg.hdr_len + first;
+	assert_int_equal(rogue_write_raw(f->c[0].r, fr, head), 0);
+	for (i = 0; i < 5000 && memcmp(f->tgt, data(3), first); i++)
+		usleep(1000);
+	assert_memory_equal(f->tgt, data(3), first);
+	assert_int_equal(ibv_dereg_mr(f->tgt_mr), 0);
+	f->tgt_mr = NULL;
+	assert_int_equal(rogue_write_raw(f->c[0].r, fr + head, flen - head), 0);
+	rogue_write(&f->c[0], stag, (uintptr_t)f->tgt + 32768, 256, 0);
+	expect_term(f->c[0].r, SWIW_V_DDP_T_INVALID_STAG, 0);
+	expect_qp_failed(f->c[0].id->qp, SWIW_V_DDP_T_INVALID_STAG, 0, false, 2,
+			 -1);
+	assert_memory_equal(f->tgt + first, pattern + 7 + first, BUF - first);
+}
+
 /* No remote right at all; modify_qp in RTS grants READ, only READ. */
 static void test_qp_read_granted(void **state)
 {
@@ -1281,6 +1329,7 @@ int main(int argc, char **argv)
 		T(test_qp_no_remote_read),
 		T(test_qp_no_remote_atomic),
 		T(test_qp_write_revoked),
+		T(test_dereg_mid_segment),
 		T(test_qp_read_granted),
 		T(test_pair_no_remote_write),
 		T(test_pair_no_remote_read),
