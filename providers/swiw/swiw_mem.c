@@ -180,17 +180,6 @@ int swiw_mem_check_range(const void *addr, size_t len, bool need_write)
 	return covered >= end ? 0 : EFAULT;
 }
 
-/*
- * The engine's view of an STag, as a remote access would use it: the key
- * byte must match the slot's current key, the region must belong to
- * @pd, carry every right in @need (IBV_ACCESS_* bits; 0 for a local
- * read) and hold [@to, @to + @len) inside [iova, iova + length) (@len
- * 0: that check is the caller's). A NULL @pd matches no region: a
- * stream not yet given its QP's PD can reach nothing. The
- * fields are copied under the table lock, so a concurrent deregistration
- * cannot leave the caller with a freed MR. Returns 0, or the reason as
- * an enum swiw_mem_err.
- */
 /* What swiw_mem_lookup checks of a region found: its PD, rights, bounds. */
 static int ref_check(const struct swiw_mem_ref *ref, const struct ibv_pd *pd,
 		     int need, uint64_t to, uint64_t len)
@@ -210,6 +199,17 @@ static int ref_check(const struct swiw_mem_ref *ref, const struct ibv_pd *pd,
 	return 0;
 }
 
+/*
+ * The engine's view of an STag, as a remote access would use it: the key
+ * byte must match the slot's current key, the region must belong to
+ * @pd, carry every right in @need (IBV_ACCESS_* bits; 0 for a local
+ * read) and hold [@to, @to + @len) inside [iova, iova + length) (@len
+ * 0: that check is the caller's). A NULL @pd matches no region: a
+ * stream not yet given its QP's PD can reach nothing. The
+ * fields are copied under the table lock, so a concurrent deregistration
+ * cannot leave the caller with a freed MR. Returns 0, or the reason as
+ * an enum swiw_mem_err.
+ */
 int swiw_mem_lookup(uint32_t stag, const struct ibv_pd *pd, int need,
 		    uint64_t to, uint64_t len, struct swiw_mem_ref *ref)
 {
