@@ -174,11 +174,17 @@ int rogue_establish(struct rogue *r, int ms)
 	return 0;
 }
 
-/* Frames @hdr and @payload as the stream's next FPDU, in @iov (8). */
+/* One FPDU as the socket takes it. */
+struct fpdu_out {
+	struct swiw_fpdu_frame f;
+	struct swiw_iov fiov[8];
+	struct iovec iov[8];
+};
+
+/* Frames @hdr and @payload as the stream's next FPDU in @o: its pieces,
+ * or a negative errno. */
 static int frame(struct rogue *r, const void *hdr, u32 hdr_len,
-		 const void *payload, u32 payload_len,
-		 struct swiw_fpdu_frame *f, struct swiw_iov *fiov,
-		 struct iovec *iov)
+		 const void *payload, u32 payload_len, struct fpdu_out *o)
 {
 	struct swiw_iov piece[2];
 	u32 i;
@@ -188,46 +194,42 @@ static int frame(struct rogue *r, const void *hdr, u32 hdr_len,
 	piece[0].len = hdr_len;
 	piece[1].base = payload_len ? payload : NULL;
 	piece[1].len = payload_len;
-	f->iov = fiov;
-	f->max_iov = 8;
-	rc = swiw_fpdu_tx_build(&r->ftx, piece, 2, f);
+	o->f.iov = o->fiov;
+	o->f.max_iov = SWIW_ARRAY_SIZE(o->fiov);
+	rc = swiw_fpdu_tx_build(&r->ftx, piece, 2, &o->f);
 	if (rc)
 		return rc;
-	for (i = 0; i < f->n_iov; i++) {
-		iov[i].iov_base = (void *)fiov[i].base;
-		iov[i].iov_len = fiov[i].len;
+	for (i = 0; i < o->f.n_iov; i++) {
+		o->iov[i].iov_base = (void *)o->fiov[i].base;
+		o->iov[i].iov_len = o->fiov[i].len;
 	}
-	return (int)f->n_iov;
+	return (int)o->f.n_iov;
 }
 
 int rogue_send_ulpdu(struct rogue *r, const void *hdr, u32 hdr_len,
 		     const void *payload, u32 payload_len)
 {
-	struct swiw_fpdu_frame f;
-	struct swiw_iov fiov[8];
-	struct iovec iov[8];
-	int n = frame(r, hdr, hdr_len, payload, payload_len, &f, fiov, iov);
+	struct fpdu_out o;
+	int n = frame(r, hdr, hdr_len, payload, payload_len, &o);
 
-	return n < 0 ? n : write_all(r->fd, iov, n);
+	return n < 0 ? n : write_all(r->fd, o.iov, n);
 }
 
 int rogue_frame(struct rogue *r, const void *hdr, u32 hdr_len,
 		const void *payload, u32 payload_len, u8 *out, size_t max,
 		size_t *len)
 {
-	struct swiw_fpdu_frame f;
-	struct swiw_iov fiov[8];
-	struct iovec iov[8];
-	int i, n = frame(r, hdr, hdr_len, payload, payload_len, &f, fiov, iov);
+	struct fpdu_out o;
+	int i, n = frame(r, hdr, hdr_len, payload, payload_len, &o);
 
 	if (n < 0)
 		return n;
 	*len = 0;
 	for (i = 0; i < n; i++) {
-		if (iov[i].iov_len > max - *len)
+		if (o.iov[i].iov_len > max - *len)
 			return -ENOSPC;
-		memcpy(out + *len, iov[i].iov_base, iov[i].iov_len);
-		*len += iov[i].iov_len;
+		memcpy(out + *len, o.iov[i].iov_base, o.iov[i].iov_len);
+		*len += o.iov[i].iov_len;
 	}
 	return 0;
 }

@@ -996,8 +996,8 @@ static void test_dereg_mid_segment(void **state)
 	assert_int_equal(rogue_frame(f->c[0].r, hdr, seg.hdr_len, data(3), len,
 				     fr, sizeof(fr), &flen),
 			 0);
-	/* The length, the header and @first octets of payload (no marker
-	 * comes this early in the stream's first FPDUs). */
+	/* The length, the header and @first octets of payload: the rogue
+	 * refuses markers, so the frame is those octets in order. */
 	head = 2 + seg.hdr_len + first;
 	assert_int_equal(rogue_write_raw(f->c[0].r, fr, head), 0);
 	/* Time to place the first part. The region is read only once the
