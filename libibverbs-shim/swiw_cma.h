@@ -122,11 +122,20 @@ uint64_t cma_now_ms(void);
 bool cma_ours(const struct rdma_cm_id *id);
 /* Set while this thread is inside the real librdmacm (swiw_cma_fwd.c). */
 extern __thread int cma_in_real;
-/* A call of the real librdmacm come back with one of its ids. */
+bool cma_fwd_known(const struct rdma_cm_id *id);
+/*
+ * An id that is not ours: the real librdmacm's, come back through its
+ * PLT, goes back to it; anything else (a destroyed id, a stray pointer)
+ * is refused rather than handed to code that would follow it.
+ */
 #define CMA_REAL_ID(id, fn, ...)                                    \
 	do {                                                        \
-		if ((id) && !cma_ours(id) && cma_real())            \
+		if ((id) && !cma_ours(id)) {                        \
+			if (!cma_real() ||                          \
+			    (!cma_in_real && !cma_fwd_known(id)))   \
+				return cma_err(EINVAL);             \
 			return cma_real()->fn((id), ##__VA_ARGS__); \
+		}                                                   \
 	} while (0)
 void cma_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

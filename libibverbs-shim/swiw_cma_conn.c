@@ -846,12 +846,16 @@ static bool fwd_destroy(struct rdma_cm_id *id, void (*fn)(struct rdma_cm_id *))
 {
 	struct cma_id *cid = (struct cma_id *)id;
 
-	if (!id || !fn)
+	if (!id)
 		return false;
 	if (!cma_ours(id)) {
-		fn(id);
+		/* As CMA_REAL_ID: a stray pointer is left alone. */
+		if (fn && (cma_in_real || cma_fwd_known(id)))
+			fn(id);
 		return true;
 	}
+	if (!fn)
+		return false;
 	if (!cid->real)
 		return false;
 	fn(cid->real);
@@ -1001,7 +1005,7 @@ SWIW_EXPORT int rdma_get_request(struct rdma_cm_id *listen,
 	struct rdma_cm_id *child;
 	int err;
 
-	if (!listen || !id || !lis->sync)
+	if (!listen || !id || !cma_ours(listen) || !lis->sync)
 		return cma_err(EINVAL);
 	if (rdma_get_cm_event(listen->channel, &ev))
 		return -1;

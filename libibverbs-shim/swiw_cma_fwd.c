@@ -30,9 +30,48 @@
 
 struct cma_fwd_ref {
 	struct cma_id *w; /* NULL once our id is going */
+	struct rdma_cm_id *real;
+	struct cma_fwd_ref *next; /* on known, under known_lock */
 };
 
 __thread int cma_in_real;
+
+/* Every real id we hold, from its creation to the end of its destroy. */
+static struct cma_fwd_ref *known;
+static pthread_mutex_t known_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void known_add(struct cma_fwd_ref *ref, struct rdma_cm_id *real)
+{
+	ref->real = real;
+	pthread_mutex_lock(&known_lock);
+	ref->next = known;
+	known = ref;
+	pthread_mutex_unlock(&known_lock);
+}
+
+static void known_del(struct cma_fwd_ref *ref)
+{
+	struct cma_fwd_ref **pp;
+
+	pthread_mutex_lock(&known_lock);
+	for (pp = &known; *pp && *pp != ref; pp = &(*pp)->next)
+		;
+	if (*pp)
+		*pp = ref->next;
+	pthread_mutex_unlock(&known_lock);
+}
+
+/* True if @id is a real id one of ours holds; only compares pointers. */
+bool cma_fwd_known(const struct rdma_cm_id *id)
+{
+	struct cma_fwd_ref *r;
+
+	pthread_mutex_lock(&known_lock);
+	for (r = known; r && r->real != id; r = r->next)
+		;
+	pthread_mutex_unlock(&known_lock);
+	return r != NULL;
+}
 static struct cma_real real_v;
 static const struct cma_real *real_tab;
 
@@ -131,6 +170,7 @@ static struct rdma_cm_id *translate(const struct rdma_cm_event *rev,
 			return rev->id;
 		}
 		nref->w = w;
+		known_add(nref, rev->id);
 		w->real = rev->id;
 		w->ref = nref;
 		w->listener = lis;
@@ -168,6 +208,8 @@ static void *fwd_main(void *arg)
 	struct cma_chan *c = arg;
 	const struct cma_real *rl = cma_real();
 
+	/* This thread only talks to librdmacm: ids it hears of are its. */
+	cma_in_real = 1;
 	for (;;) {
 		struct pollfd p[2] = {
 			{ .fd = c->real->fd, .events = POLLIN },
@@ -278,6 +320,7 @@ int cma_fwd_attach(struct cma_id *id, const char *why)
 		id->real = NULL;
 		return err;
 	}
+	known_add(ref, id->real);
 	id->ref = ref;
 	cma_fwd_sync(id);
 	return 0;
@@ -326,6 +369,7 @@ void cma_fwd_reap(void)
 		if (!g)
 			return;
 		cma_real()->destroy_id(g->real);
+		known_del(g->ref);
 		free(g->ref);
 		free(g);
 	}

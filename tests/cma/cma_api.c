@@ -5,9 +5,9 @@
  * data, a port with no listener, IRD/ORD in the events, a disconnect
  * seen by both sides with every outstanding WR flushed once, a
  * non-blocking channel, destroy_id with unacked events, a port in
- * use, no MPA Reply (UNREACHABLE) and a Reply that is not MPA
- * (CONNECT_ERROR). Built against the real librdmacm; run under swiw-run, so its
- * calls reach swiw's rdma_cm. Both sides live in this process, on
+ * use, no MPA Reply (UNREACHABLE), a Reply that is not MPA
+ * (CONNECT_ERROR) and ids that are no ids (any more). Built against the
+ * real librdmacm; run under swiw-run, so its calls reach swiw's rdma_cm. Both sides live in this process, on
  * 127.0.0.1 (swiw_lo). Usage: cma_api PORT
  */
 #include <arpa/inet.h>
@@ -480,6 +480,51 @@ static void test_destroyed_channel(void)
 	       "gives EINTR\n");
 }
 
+/*
+ * perftest -R's retry destroys its ids, then resolves on them again: a
+ * pointer that is no id, or no longer one, must give EINVAL and touch
+ * nothing. The real librdmacm, which swiw forwards other ids to, would
+ * follow it (id->channel->fd here).
+ */
+static void test_stray_id(void)
+{
+	static char zeroes[4096]; /* room before and after a fake id */
+	struct rdma_cm_id *fake = (struct rdma_cm_id *)(zeroes + 2048);
+	struct sockaddr_in dst = addr_of(port);
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *gone, *ids[2];
+	int i;
+
+	ch = rdma_create_event_channel();
+	CHECK(ch, "create_event_channel");
+	CHECK(!rdma_create_id(ch, &gone, NULL, RDMA_PS_TCP), "create_id");
+	CHECK(!rdma_destroy_id(gone), "destroy_id");
+	ids[0] = fake;
+	ids[1] = gone;
+	for (i = 0; i < 2; i++) {
+		struct rdma_cm_id *id = ids[i];
+
+		errno = 0;
+		CHECK(rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst,
+					1000) == -1 &&
+			      errno == EINVAL,
+		      "resolve_addr on a stray id: %s", strerror(errno));
+		errno = 0;
+		CHECK(rdma_bind_addr(id, (struct sockaddr *)&dst) == -1 &&
+			      errno == EINVAL,
+		      "bind_addr on a stray id: %s", strerror(errno));
+		errno = 0;
+		CHECK(rdma_connect(id, NULL) == -1 && errno == EINVAL,
+		      "connect on a stray id: %s", strerror(errno));
+		rdma_destroy_qp(id);
+		errno = 0;
+		CHECK(rdma_destroy_id(id) == -1 && errno == EINVAL,
+		      "destroy_id on a stray id: %s", strerror(errno));
+	}
+	rdma_destroy_event_channel(ch);
+	printf("ok - a stray or destroyed id: EINVAL, nothing followed\n");
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -495,5 +540,6 @@ int main(int argc, char **argv)
 	test_unreachable();
 	test_connect_error();
 	test_destroyed_channel();
+	test_stray_id();
 	return failures ? 1 : 0;
 }
