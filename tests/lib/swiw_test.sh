@@ -553,12 +553,15 @@ perftest_clock_unfit() {
 # perftest 4.5+0.17 deregisters the MR of its iWARP Send credits only
 # with -R, so without it ibv_dealloc_pd fails with EBUSY at exit, as the
 # kernel's does for any iWARP device, and the program exits 1 after its
-# report. pd_leak_ok RC STDERR: true if that is the only thing that failed.
+# report. pd_leak_ok RC STDERR: true if that is the only thing that failed
+# (a failed clock fit went on to its report only with -F, the lab's).
 pd_leak_ok() {
 	[ "$1" -eq 1 ] || return 1
 	[ "$(grep -cv -e '^Failed to deallocate PD' \
 		-e '^Couldn.t destroy all SEND resources' \
-		-e '^[[:space:]]*$' -e '^swiw: ' <<<"$2")" -eq 0 ] || return 1
+		-e '^[[:space:]]*$' -e '^swiw: ' \
+		-e '^Correlation coefficient r^2: .* < 0\.9$' <<<"$2")" -eq 0 ] ||
+		return 1
 	grep -q '^Failed to deallocate PD' <<<"$2"
 }
 
