@@ -122,7 +122,7 @@ uint64_t cma_now_ms(void);
 bool cma_ours(const struct rdma_cm_id *id);
 /* Set while this thread is inside the real librdmacm (swiw_cma_fwd.c). */
 extern __thread int cma_in_real;
-bool cma_fwd_known(const struct rdma_cm_id *id);
+bool cma_fwd_is_real(const struct rdma_cm_id *id);
 /*
  * An id that is not ours: the real librdmacm's, come back through its
  * PLT, goes back to it; anything else (a destroyed id, a stray pointer)
@@ -131,8 +131,7 @@ bool cma_fwd_known(const struct rdma_cm_id *id);
 #define CMA_REAL_ID(id, fn, ...)                                    \
 	do {                                                        \
 		if ((id) && !cma_ours(id)) {                        \
-			if (!cma_real() ||                          \
-			    (!cma_in_real && !cma_fwd_known(id)))   \
+			if (!cma_fwd_is_real(id))                   \
 				return cma_err(EINVAL);             \
 			return cma_real()->fn((id), ##__VA_ARGS__); \
 		}                                                   \

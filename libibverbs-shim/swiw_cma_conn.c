@@ -850,13 +850,11 @@ static bool fwd_destroy(struct rdma_cm_id *id, void (*fn)(struct rdma_cm_id *))
 		return false;
 	if (!cma_ours(id)) {
 		/* As CMA_REAL_ID: a stray pointer is left alone. */
-		if (fn && (cma_in_real || cma_fwd_known(id)))
+		if (fn && cma_fwd_is_real(id))
 			fn(id);
 		return true;
 	}
-	if (!fn)
-		return false;
-	if (!cid->real)
+	if (!fn || !cid->real)
 		return false;
 	fn(cid->real);
 	pthread_mutex_lock(&cma_lock);

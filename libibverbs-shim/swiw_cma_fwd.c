@@ -61,11 +61,18 @@ static void known_del(struct cma_fwd_ref *ref)
 	pthread_mutex_unlock(&known_lock);
 }
 
-/* True if @id is a real id one of ours holds; only compares pointers. */
-bool cma_fwd_known(const struct rdma_cm_id *id)
+/*
+ * True if @id, not one of ours, is librdmacm's: a call from inside it, or
+ * a real id one of ours holds. Only compares pointers.
+ */
+bool cma_fwd_is_real(const struct rdma_cm_id *id)
 {
 	struct cma_fwd_ref *r;
 
+	if (!cma_real())
+		return false;
+	if (cma_in_real)
+		return true;
 	pthread_mutex_lock(&known_lock);
 	for (r = known; r && r->real != id; r = r->next)
 		;
