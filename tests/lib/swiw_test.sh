@@ -407,6 +407,15 @@ fail_served() {
 }
 
 # --- captures -----------------------------------------------------------------
+# TSHARK_IWARP: tshark as the judge of iWARP captures. The RPC-over-RDMA
+# and SMB Direct heuristics misread arbitrary Send payloads (PROTOCOL.md
+# §4). MPA has no port of its own, only a heuristic, which TCP tries
+# after its port table: a connection whose ephemeral port is one the
+# table names (44818 enip, 57000 irc, ...) was handed to that dissector
+# and not one of its MPA frames decoded. So heuristics go first.
+TSHARK_IWARP=(tshark -n -o tcp.try_heuristic_first:TRUE
+	--disable-heuristic rpcrdma_iwarp --disable-heuristic smb_direct_iwarp)
+
 # dumpcap_start NETNS DEV FILTER FILE: dumpcap captures DEV in NETNS (""
 # for this one) into FILE in the background, as classic pcap (for
 # pcap_ports.py) and with a kernel buffer of CAP_BUFFER MiB (default

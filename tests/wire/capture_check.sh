@@ -39,8 +39,7 @@ editcap -F pcap "$cap" "$T_TMP/in.pcap" || fail "editcap cannot read $cap"
 python3 "$here/mpa_resegment.py" "$T_TMP/in.pcap" "$T_TMP/whole.pcap" >"$T_TMP/walk" ||
 	check_fail "the FPDU walk: $(grep -m5 FAIL "$T_TMP/walk")"
 [ -s "$T_TMP/whole.pcap" ] || fail "mpa_resegment.py wrote nothing"
-ts=(tshark -n -r "$T_TMP/whole.pcap" --disable-heuristic rpcrdma_iwarp
-	--disable-heuristic smb_direct_iwarp)
+ts=("${TSHARK_IWARP[@]}" -r "$T_TMP/whole.pcap")
 
 # The handshakes: stream, request (1) or reply (empty), C, M, source.
 "${ts[@]}" -Y 'iwarp_mpa.req || iwarp_mpa.rep' -T fields -E separator=';' \

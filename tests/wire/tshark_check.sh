@@ -21,8 +21,7 @@ opcodes=$(awk '$1 == "opcodes" { $1 = ""; print }' "$T_TMP/summary")
 rr=$(awk '$1 == "mpa_frames" { print $2 }' "$T_TMP/summary")
 cat "$T_TMP/summary"
 
-ts=(tshark -n -r "$cap" --disable-heuristic rpcrdma_iwarp
-	--disable-heuristic smb_direct_iwarp)
+ts=("${TSHARK_IWARP[@]}" -r "$cap")
 "${ts[@]}" -V >"$T_TMP/decode" 2>"$T_TMP/err" || { cat "$T_TMP/err"; fail "tshark"; }
 bad=$(grep -c 'Bad CRC32' "$T_TMP/decode")
 good=$(grep -c 'Good CRC32' "$T_TMP/decode")

@@ -510,7 +510,9 @@ int main(int argc, char **argv)
 	if (pcap_out_open(&out, argv[1]))
 		die("cannot write the capture", 0);
 	if (cut_flaw) {
-		conversation(&out, 40005, MPA_REV_2, true, SWIW_MPA_RTR_F_WRITE,
+		/* An ephemeral port TCP's port table gives to EtherNet/IP: the
+		 * judge must still find MPA there (TSHARK_IWARP). */
+		conversation(&out, 44818, MPA_REV_2, true, SWIW_MPA_RTR_F_WRITE,
 			     true, true, 1460, 1460, true);
 	} else {
 		conversation(&out, 40001, MPA_REV_1, false, 0, false, false,
