@@ -283,7 +283,7 @@ void swiw_engine_reset_qp(struct swiw_qp *qp);
 int swiw_engine_renew_rq(struct swiw_qp *qp);
 void swiw_engine_sq_posted(struct swiw_qp *qp);
 void swiw_engine_poll(void);
-void swiw_engine_polled(void);
+void swiw_engine_polled(int n);
 void swiw_engine_armed(void);
 void swiw_engine_chan_wait(struct swiw_comp_channel *ch);
 void swiw_engine_qp_access(struct swiw_qp *qp);

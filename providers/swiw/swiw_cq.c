@@ -137,12 +137,14 @@ int swiw_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 		return -EINVAL;
 	n = cq_take(cq, num_entries, wc);
 	if (n)
-		swiw_engine_polled();
+		swiw_engine_polled(n);
 	if (!n && num_entries) {
 		/* Empty: move the engine ourselves (poll mode), then look
 		 * again. */
 		swiw_engine_poll();
 		n = cq_take(cq, num_entries, wc);
+		if (n)
+			swiw_engine_polled(n); /* no longer waiting */
 	}
 	return n;
 }

@@ -45,7 +45,7 @@ static int cqx_start_poll(struct ibv_cq_ex *cqx, struct ibv_poll_cq_attr *attr)
 	pthread_spin_lock(&cq->poll_lock);
 	err = cqx_take(cqx);
 	if (!err) {
-		swiw_engine_polled();
+		swiw_engine_polled(1);
 		return 0;
 	}
 	/* Empty: as ibv_poll_cq, move the engine ourselves (poll mode),
@@ -56,6 +56,8 @@ static int cqx_start_poll(struct ibv_cq_ex *cqx, struct ibv_poll_cq_attr *attr)
 	err = cqx_take(cqx);
 	if (err)
 		pthread_spin_unlock(&cq->poll_lock);
+	else
+		swiw_engine_polled(1); /* it found one: no longer waiting */
 	return err;
 }
 

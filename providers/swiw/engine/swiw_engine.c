@@ -87,6 +87,7 @@
  * under its own eng_lock.
  */
 #include <errno.h>
+#include <linux/futex.h>
 #include <poll.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -94,6 +95,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -114,6 +116,12 @@
  * thread neither spins after work nor waits for the lock behind it, either
  * of which takes the CPU they may share. */
 #define SWIW_ENG_POLLED_NS 1000000
+/* Polling empty CQs for this long: the program waits by polling. */
+#define SWIW_ENG_WAITING_NS 5000
+/* Posts or completions this close together: the program streams. */
+#define SWIW_ENG_STREAM_NS 5000
+/* How long the thread waits for a holder to take the events it left. */
+#define SWIW_ENG_LEFT_NS 200000
 /* With one in-process stream, a poller reads its socket directly
  * (swiw_stream_poll_direct) in all but one poll of this many, where
  * epoll_wait() serves the doorbell, the broker and the CM as well. */
@@ -155,6 +163,14 @@ static uint32_t eng_poll_gen;
 static unsigned int eng_polls; /* under the lock: swiw_engine_poll's count */
 static bool eng_poll_wanted; /* a poller found the lock taken */
 static uint64_t last_empty_ns; /* when a poll last found its CQ empty */
+static uint64_t empty_since_ns; /* the first of the polls since, all empty */
+/* For app_streams: when a pump last took two WRs or more, or left two or
+ * more in flight or some queued, or a poll found two completions or more;
+ * the mean gap between posts, and between polls that found completions
+ * (gap_note), and when the last came. */
+static uint64_t eng_deep_ns;
+static uint64_t post_gap_ns = SWIW_ENG_POLLED_NS, last_post_ns;
+static uint64_t found_gap_ns = SWIW_ENG_POLLED_NS, last_found_ns;
 static uint64_t last_arm_ns; /* when a CQ was last armed */
 /* Threads in a look at their channel (swiw_engine_chan_wait), when a look
  * last found a record (0 after one that gave up), and when one began. */
@@ -164,6 +180,19 @@ static uint64_t last_look_ns;
 static bool chan_waiter(uint64_t now);
 /* The earliest deadline set under the lock by the holder (0: none). */
 static uint64_t eng_new_due_ns;
+/*
+ * The thread woke to events while a program's thread held the lock in its
+ * data path (a post's pump, a poll): it may leave them to that holder,
+ * which takes them before it lets go (take_left), rather than wait on the
+ * lock (a futex wake-up in each of the program's unlocks) or yield (see
+ * eng_main). LEFT_SLEEPS: the thread sleeps on this word until taken.
+ */
+enum {
+	LEFT_NONE,
+	LEFT_EVENTS,
+	LEFT_SLEEPS
+};
+static uint32_t eng_left;
 
 /*
  * A program's thread runs the engine inside its verbs (a poll, a post),
@@ -293,12 +322,26 @@ static bool eng_trylock(void)
  */
 static bool app_armed(uint64_t now);
 
+/* A moving mean of the gaps between events, each capped at
+ * SWIW_ENG_POLLED_NS. Racing callers may lose an update: a heuristic. */
+static void gap_note(uint64_t *mean, uint64_t *last, uint64_t now)
+{
+	uint64_t gap = now - __atomic_exchange_n(last, now, __ATOMIC_RELAXED);
+
+	if (gap > SWIW_ENG_POLLED_NS)
+		gap = SWIW_ENG_POLLED_NS;
+	__atomic_store_n(
+		mean, (__atomic_load_n(mean, __ATOMIC_RELAXED) * 7 + gap) / 8,
+		__ATOMIC_RELAXED);
+}
+
 static bool sq_cork(struct swiw_qp *qp)
 {
 	uint64_t now = swiw_eng_now_ns();
 	uint64_t last =
 		__atomic_exchange_n(&qp->sq_last_ns, now, __ATOMIC_RELAXED);
 
+	gap_note(&post_gap_ns, &last_post_ns, now);
 	if (now - last >= SWIW_ENG_CORK_NS || app_armed(now) ||
 	    __atomic_load_n(&qp->sq_corked, __ATOMIC_RELAXED) >=
 		    SWIW_ENG_CORK_WRS - 1)
@@ -313,6 +356,8 @@ static bool sq_cork(struct swiw_qp *qp)
  * unless more are coming right behind it (sq_cork). Otherwise ring if
  * the engine may have gone idle.
  */
+static void poller_unlock(bool moved);
+
 void swiw_engine_sq_posted(struct swiw_qp *qp)
 {
 	if (eng_poll_mode && !sq_cork(qp) && eng_trylock()) {
@@ -326,7 +371,7 @@ void swiw_engine_sq_posted(struct swiw_qp *qp)
 		__atomic_store_n(&qp->sq_corked, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&qp->sq_last_ns, swiw_eng_now_ns(),
 				 __ATOMIC_RELAXED);
-		swiw_eng_unlock();
+		poller_unlock(false);
 		/* The pump took every WR (a message half out comes back on
 		 * EPOLLOUT), or left them behind a full transmit ring that
 		 * the transport's room empties: a WR another thread posts
@@ -427,13 +472,59 @@ static void wake_for_timers(int t)
 		swiw_eng_doorbell();
 }
 
+static bool poller_run(bool *bell_only);
+
 /*
- * An application thread that ran the engine lets go: if it handled events
- * (@moved), the thread, about to sleep or asleep, learns of any deadline
- * they set.
+ * Under the lock, a program's thread in its data path: runs the engine
+ * for the events the thread left to it. Returns what eng_left held.
+ */
+static uint32_t take_left(bool *moved)
+{
+	uint32_t left =
+		__atomic_exchange_n(&eng_left, LEFT_NONE, __ATOMIC_SEQ_CST);
+	bool bell_only;
+
+	if (left != LEFT_NONE)
+		*moved |= poller_run(&bell_only);
+	return left;
+}
+
+static void left_wake(uint32_t left)
+{
+	if (left == LEFT_SLEEPS)
+		syscall(SYS_futex, &eng_left, FUTEX_WAKE_PRIVATE, 1, NULL, NULL,
+			0);
+}
+
+static void poller_unlock_once(bool moved);
+
+/*
+ * Having let go: the thread may have left its events after this holder
+ * looked (its trylock failed on this hold). Its store comes before its
+ * trylock, this load after the release: one of the two sees the other.
+ */
+static void left_after_unlock(void)
+{
+	/* A read-modify-write: a full barrier after the unlock. */
+	if (__atomic_fetch_or(&eng_left, 0, __ATOMIC_SEQ_CST) != LEFT_NONE &&
+	    eng_trylock())
+		poller_unlock_once(false);
+}
+
+/*
+ * An application thread that ran the engine lets go, having taken what
+ * the thread left it: if it handled events (@moved), the thread, about
+ * to sleep or asleep, learns of any deadline they set.
  */
 static void poller_unlock(bool moved)
 {
+	poller_unlock_once(moved);
+	left_after_unlock();
+}
+
+static void poller_unlock_once(bool moved)
+{
+	uint32_t left = take_left(&moved);
 	int t = -1;
 
 	/* A thread not in thread_wait (thread_wake_ns 0) sees the bump
@@ -446,6 +537,7 @@ static void poller_unlock(bool moved)
 	}
 	swiw_eng_unlock();
 	wake_for_timers(t);
+	left_wake(left);
 }
 
 /*
@@ -476,6 +568,9 @@ void swiw_engine_poll(void)
 	if (!eng_poll_mode || !__atomic_load_n(&eng_started, __ATOMIC_ACQUIRE))
 		return;
 	now = swiw_eng_now_ns();
+	if (__atomic_load_n(&last_poll_ns, __ATOMIC_RELAXED) !=
+	    __atomic_load_n(&last_empty_ns, __ATOMIC_RELAXED))
+		__atomic_store_n(&empty_since_ns, now, __ATOMIC_RELAXED);
 	__atomic_store_n(&last_poll_ns, now, __ATOMIC_RELAXED);
 	__atomic_store_n(&last_empty_ns, now, __ATOMIC_RELAXED);
 	if (!eng_trylock()) {
@@ -503,12 +598,18 @@ bool swiw_eng_poller_waits(void)
 	return __atomic_load_n(&eng_poll_wanted, __ATOMIC_RELAXED);
 }
 
-/* poll_cq found completions: the program is polling all the same. */
-void swiw_engine_polled(void)
+/* poll_cq found @n completions: the program is polling all the same. */
+void swiw_engine_polled(int n)
 {
-	if (eng_poll_mode)
-		__atomic_store_n(&last_poll_ns, swiw_eng_now_ns(),
-				 __ATOMIC_RELAXED);
+	uint64_t now;
+
+	if (!eng_poll_mode)
+		return;
+	now = swiw_eng_now_ns();
+	__atomic_store_n(&last_poll_ns, now, __ATOMIC_RELAXED);
+	gap_note(&found_gap_ns, &last_found_ns, now);
+	if (n >= 2)
+		__atomic_store_n(&eng_deep_ns, now, __ATOMIC_RELAXED);
 }
 
 /*
@@ -673,6 +774,25 @@ static bool app_polling(uint64_t woke)
 }
 
 /*
+ * The program feeds a queue of WRs (ib_write_bw, ib_read_bw), posts or
+ * takes completions in a stream (ib_send_bw's two sides: less than
+ * SWIW_ENG_STREAM_NS apart on average): what the thread woke to is that
+ * stream, and the program polls for it. A yield parks the thread behind
+ * it until it polls, and its poll then handles a batch; taking each
+ * event as it comes costs a preemption and a small sendmsg() apiece
+ * (4 KiB Sends at half the rate). A program with one WR at a time
+ * (ib_write_lat) leaves neither trace.
+ */
+static bool app_streams(uint64_t woke)
+{
+	return within(&eng_deep_ns, woke, SWIW_ENG_POLLED_NS) ||
+	       __atomic_load_n(&post_gap_ns, __ATOMIC_RELAXED) <
+		       SWIW_ENG_STREAM_NS ||
+	       __atomic_load_n(&found_gap_ns, __ATOMIC_RELAXED) <
+		       SWIW_ENG_STREAM_NS;
+}
+
+/*
  * Poll mode: the program found a CQ empty recently, so it waits for
  * completions by polling and takes what comes itself. One that only
  * finds completions (ib_write_lat reaps its send CQ, then spins on
@@ -680,7 +800,30 @@ static bool app_polling(uint64_t woke)
  */
 static bool app_waits(uint64_t woke)
 {
-	return within(&last_empty_ns, woke, SWIW_ENG_POLLING_NS);
+	if (!within(&last_empty_ns, woke, SWIW_ENG_POLLING_NS))
+		return false;
+	/* Its last poll found the CQ empty: one that then found what it
+	 * waited for went on (to spin on memory, perhaps), unless it
+	 * streams, and polls again for the next. */
+	return __atomic_load_n(&last_empty_ns, __ATOMIC_RELAXED) ==
+		       __atomic_load_n(&last_poll_ns, __ATOMIC_RELAXED) ||
+	       app_streams(woke);
+}
+
+/*
+ * Poll mode: app_waits, and has found its CQs empty for some time: it
+ * waits for a peer (ib_send_lat), not for a post it made (ib_write_lat
+ * polls its send CQ until the pump it raced sends the Write).
+ */
+static bool app_waits_long(uint64_t woke)
+{
+	return app_waits(woke) &&
+	       !within(&empty_since_ns, woke, SWIW_ENG_WAITING_NS);
+}
+
+void swiw_eng_note_deep(void)
+{
+	__atomic_store_n(&eng_deep_ns, swiw_eng_now_ns(), __ATOMIC_RELAXED);
 }
 
 /* Poll mode: the program drove the engine within SWIW_ENG_POLLED_NS. */
@@ -819,6 +962,32 @@ static bool muted_nap(uint64_t due, uint32_t seen_gen, struct epoll_event *evs,
 	       __atomic_load_n(&eng_poll_gen, __ATOMIC_SEQ_CST) == seen_gen;
 }
 
+/*
+ * The thread woke to events and found the lock held: it leaves them to
+ * the holder (eng_left) and sleeps until taken. True if taken; false
+ * with *@locked if the lock came free first, or with the lock still to
+ * be waited for: a holder outside the data path (a verb) takes nothing.
+ */
+static bool leave_events(bool *locked)
+{
+	struct timespec ts = { 0, SWIW_ENG_LEFT_NS };
+	uint32_t left = LEFT_EVENTS;
+
+	*locked = false;
+	__atomic_exchange_n(&eng_left, LEFT_EVENTS, __ATOMIC_SEQ_CST);
+	if (thread_trylock()) {
+		__atomic_store_n(&eng_left, LEFT_NONE, __ATOMIC_SEQ_CST);
+		*locked = true;
+		return false;
+	}
+	if (__atomic_compare_exchange_n(&eng_left, &left, LEFT_SLEEPS, false,
+					__ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+		syscall(SYS_futex, &eng_left, FUTEX_WAIT_PRIVATE, LEFT_SLEEPS,
+			&ts, NULL, 0);
+	return __atomic_exchange_n(&eng_left, LEFT_NONE, __ATOMIC_SEQ_CST) ==
+	       LEFT_NONE;
+}
+
 static void *eng_main(void *arg)
 {
 	struct epoll_event evs[64];
@@ -829,6 +998,8 @@ static void *eng_main(void *arg)
 	/* A nap took a ring and the lock was not had since: wait_ms and the
 	 * bell no longer tell the thread that it has work. */
 	bool owed = false;
+	/* The last round under the lock moved something. */
+	bool placed = false;
 
 	(void)arg;
 	/* Naps of tens of microseconds: the default 50 us slack would
@@ -849,12 +1020,19 @@ static void *eng_main(void *arg)
 			struct timespec nap = { 0, SWIW_ENG_NAP_NS };
 
 			n = 0;
-			if (!chan_waiter(woke) && !app_waits(woke)) {
+			/* The thread's own round moved something: the
+			 * program may have polled empty only for the lock
+			 * that round held, and go on to spin on memory;
+			 * one that streams polls again. */
+			if (!chan_waiter(woke) &&
+			    ((placed && !app_streams(woke)) ||
+			     !app_waits(woke))) {
 				/* It took completions and has not polled an
 				 * empty CQ since: it may be spinning on memory
 				 * (ib_write_lat) for what the thread must
 				 * place. Nap on the sockets; what comes while
 				 * it still has not polled is the thread's. */
+				placed = false;
 				n = epoll_pwait2(eng_epfd, evs, 64, &nap, NULL);
 				woke = swiw_eng_now_ns();
 				if (n > 0 && app_waits(woke))
@@ -919,12 +1097,26 @@ static void *eng_main(void *arg)
 			 * triggered), so leave them to it rather than queue
 			 * on the lock. */
 			if (n > 0 && app_polled(woke)) {
+				bool locked;
+
 				if (thread_trylock())
 					goto locked;
-				/* Let the holder run if it shares our CPU;
-				 * it takes these events itself. */
-				sched_yield();
-				continue;
+				/* One that waits by polling takes them at its
+				 * next poll: let it run if it shares our CPU.
+				 * The yield sets our deadline a slice ahead,
+				 * harmless while it polls. */
+				if (app_waits_long(woke) || app_streams(woke)) {
+					sched_yield();
+					continue;
+				}
+				/* One that may go on to spin on memory
+				 * (ib_write_lat) needs us soon: a yield would
+				 * leave us behind it until the tick (2 ms
+				 * tails). It takes them as it lets go. */
+				if (leave_events(&locked))
+					continue;
+				if (locked)
+					goto locked;
 			}
 		}
 		while (__atomic_load_n(&eng_waiters, __ATOMIC_RELAXED))
@@ -946,6 +1138,7 @@ locked:
 		swiw_eng_unlock();
 		if (work)
 			spin_until = swiw_eng_now_ns() + SWIW_ENG_SPIN_NS;
+		placed = work;
 	}
 	return NULL;
 }

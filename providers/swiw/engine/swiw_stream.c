@@ -322,6 +322,7 @@ static void overflow_check(struct swiw_stream *s)
 
 bool swiw_stream_pump(struct swiw_stream *s)
 {
+	uint32_t tail = s->infl_tail;
 	bool moved = false;
 	unsigned int round;
 
@@ -336,6 +337,12 @@ bool swiw_stream_pump(struct swiw_stream *s)
 		moved = true;
 	}
 	overflow_check(s);
+	/* For the progress thread: the program feeds this QP a queue of
+	 * WRs (app_streams). A dead stream's QP may be gone. */
+	if (!s->dead &&
+	    (s->infl_tail - tail >= 2 || s->infl_tail - s->infl_head >= 2 ||
+	     swiw_ring_cons_slot(&s->qp->sq_eng)))
+		swiw_eng_note_deep();
 	return moved;
 }
 

@@ -228,6 +228,7 @@ int swiw_eng_epoll_ctl(int op, int fd, uint32_t events, void *ptr);
 void swiw_eng_doorbell(void);
 void swiw_eng_deadline(uint64_t due_ns);
 void swiw_eng_watch_helper(int fd);
+void swiw_eng_note_deep(void);
 
 /* The engine's clock: CLOCK_MONOTONIC in ns, as its deadlines are kept. */
 static inline uint64_t swiw_eng_now_ns(void)
