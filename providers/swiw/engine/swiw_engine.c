@@ -169,7 +169,7 @@ static uint64_t empty_since_ns; /* the first of the polls since, all empty */
  * the mean gap between posts, and between polls that found completions
  * (gap_note), and when the last came. */
 static uint64_t eng_deep_ns;
-static uint64_t post_gap_ns = SWIW_ENG_POLLED_NS, last_post_ns;
+static uint64_t post_gap_ns = SWIW_ENG_POLLED_NS;
 static uint64_t found_gap_ns = SWIW_ENG_POLLED_NS, last_found_ns;
 static uint64_t last_arm_ns; /* when a CQ was last armed */
 /* Threads in a look at their channel (swiw_engine_chan_wait), when a look
@@ -324,10 +324,8 @@ static bool app_armed(uint64_t now);
 
 /* A moving mean of the gaps between events, each capped at
  * SWIW_ENG_POLLED_NS. Racing callers may lose an update: a heuristic. */
-static void gap_note(uint64_t *mean, uint64_t *last, uint64_t now)
+static void gap_note(uint64_t *mean, uint64_t gap)
 {
-	uint64_t gap = now - __atomic_exchange_n(last, now, __ATOMIC_RELAXED);
-
 	if (gap > SWIW_ENG_POLLED_NS)
 		gap = SWIW_ENG_POLLED_NS;
 	__atomic_store_n(
@@ -341,7 +339,8 @@ static bool sq_cork(struct swiw_qp *qp)
 	uint64_t last =
 		__atomic_exchange_n(&qp->sq_last_ns, now, __ATOMIC_RELAXED);
 
-	gap_note(&post_gap_ns, &last_post_ns, now);
+	/* The QP's own gap: no shared line written per WR. */
+	gap_note(&post_gap_ns, now - last);
 	if (now - last >= SWIW_ENG_CORK_NS || app_armed(now) ||
 	    __atomic_load_n(&qp->sq_corked, __ATOMIC_RELAXED) >=
 		    SWIW_ENG_CORK_WRS - 1)
@@ -607,7 +606,8 @@ void swiw_engine_polled(int n)
 		return;
 	now = swiw_eng_now_ns();
 	__atomic_store_n(&last_poll_ns, now, __ATOMIC_RELAXED);
-	gap_note(&found_gap_ns, &last_found_ns, now);
+	gap_note(&found_gap_ns, now - __atomic_exchange_n(&last_found_ns, now,
+							  __ATOMIC_RELAXED));
 	if (n >= 2)
 		__atomic_store_n(&eng_deep_ns, now, __ATOMIC_RELAXED);
 }
