@@ -574,6 +574,14 @@ void swiw_engine_poll(void)
 	__atomic_store_n(&last_empty_ns, now, __ATOMIC_RELAXED);
 	if (!eng_trylock()) {
 		__atomic_store_n(&eng_poll_wanted, true, __ATOMIC_RELAXED);
+		/* The thread is moving the data, the program having stopped
+		 * polling for a while (descheduled behind its peer on a
+		 * shared CPU): spinning on its lock would take that CPU from
+		 * the peer, or from the thread. ib_send_bw 1 MiB: 1.3-1.5x
+		 * with the yield. */
+		if (__atomic_load_n(&eng_owner, __ATOMIC_RELAXED) ==
+		    (unsigned long)eng_thread)
+			sched_yield();
 		return;
 	}
 	/* The helper's event rings are memory: a look costs no syscall. */
@@ -1005,6 +1013,9 @@ static void *eng_main(void *arg)
 	/* Naps of tens of microseconds: the default 50 us slack would
 	 * double them. */
 	prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+	/* Named for top -H, perf and gdb: the program's threads keep its
+	 * own name. */
+	prctl(PR_SET_NAME, "swiw-engine", 0, 0, 0);
 	for (;;) {
 		bool work;
 
