@@ -2,7 +2,8 @@
 # cma_api.c under swiw-run: librdmacm's API where the tools do not look
 # (private data limits, reject, no listener, IRD/ORD, disconnect and
 # flushes, a non-blocking channel, destroy with unacked events, EADDRINUSE,
-# UNREACHABLE, CONNECT_ERROR, a read of a destroyed channel, stray ids).
+# UNREACHABLE, CONNECT_ERROR, a read of a destroyed channel, stray ids,
+# a Send posted as rdma_accept returns).
 . "$(dirname "$0")/../lib/swiw_test.sh"
 need_swiw
 
@@ -12,4 +13,4 @@ PORT=$((10000 + RANDOM % 20000))
 swiw_run "$CMA_API" "$PORT"
 [ "$RC" -eq 0 ] || fail_last "cma_api failed"
 printf '%s\n' "$OUT"
-assert_count "$OUT" '^ok - ' 9 "cma_api"
+assert_count "$OUT" '^ok - ' 10 "cma_api"

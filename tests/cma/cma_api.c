@@ -6,9 +6,10 @@
  * seen by both sides with every outstanding WR flushed once, a
  * non-blocking channel, destroy_id with unacked events, a port in
  * use, no MPA Reply (UNREACHABLE), a Reply that is not MPA
- * (CONNECT_ERROR) and ids that are no ids (any more). Built against the
- * real librdmacm; run under swiw-run, so its calls reach swiw's rdma_cm. Both sides live in this process, on
- * 127.0.0.1 (swiw_lo). Usage: cma_api PORT
+ * (CONNECT_ERROR), ids that are no ids (any more) and a Send posted as
+ * rdma_accept returns. Built against the real librdmacm; run under
+ * swiw-run, so its calls reach swiw's rdma_cm. Both sides live in this
+ * process, on 127.0.0.1 (swiw_lo). Usage: cma_api PORT
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -19,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <rdma/rdma_cma.h>
@@ -276,6 +278,123 @@ static void test_pd_ird_ord(void)
 	       "disconnect both sides, flushed once\n");
 }
 
+/*
+ * The initiator of test_post_after_accept, in a child process of its own
+ * (its own engine, so that stopping it holds back its MPA): receives the
+ * Send the server posted; exits 0 when it came whole.
+ */
+static void post_after_accept_client(int go)
+{
+	static char buf[64], want[64];
+	struct ibv_recv_wr wr = { 0 }, *bad;
+	struct ibv_sge sge;
+	struct ibv_mr *mr;
+	struct ibv_wc wc;
+	struct side c;
+	char b;
+	int tries;
+
+	CHECK(read(go, &b, 1) == 1, "the server did not listen");
+	c = client(port + 6);
+	mr = ibv_reg_mr(c.id->pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+	CHECK(mr, "reg_mr c");
+	sge = (struct ibv_sge){ (uintptr_t)buf, sizeof(buf), mr->lkey };
+	wr.wr_id = 7;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	CHECK(!ibv_post_recv(c.id->qp, &wr, &bad), "post_recv c");
+	CHECK(!rdma_connect(c.id, NULL), "connect: %s", strerror(errno));
+	ack(expect(c.ch, RDMA_CM_EVENT_ESTABLISHED));
+	for (tries = 0; tries < 1000; tries++) {
+		if (ibv_poll_cq(c.id->recv_cq, 1, &wc) == 1)
+			break;
+		usleep(10000);
+	}
+	CHECK(tries < 1000, "no Send arrived");
+	CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 7 &&
+		      wc.byte_len == sizeof(buf),
+	      "recv status %d, %u octets", wc.status, wc.byte_len);
+	fill((uint8_t *)want, sizeof(want), 42);
+	CHECK(!memcmp(buf, want, sizeof(buf)), "received data");
+	ack(expect(c.ch, RDMA_CM_EVENT_DISCONNECTED));
+	exit(0);
+}
+
+/*
+ * The passive side posts the moment rdma_accept returns, before its
+ * ESTABLISHED (perftest -R's latency servers do): the QP is RTS, as siw's
+ * accept leaves it, and the Send goes once MPA is done. The initiator is
+ * stopped from the request to the post, so MPA cannot finish first.
+ * Runs before anything here opens a device: the child is forked.
+ */
+static void test_post_after_accept(void)
+{
+	static char sbuf[64];
+	struct ibv_send_wr wr = { 0 }, *bad;
+	struct ibv_qp_init_attr ia;
+	struct ibv_qp_attr qa;
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *child;
+	struct ibv_sge sge;
+	struct ibv_mr *mr;
+	struct ibv_wc wc;
+	struct side l;
+	int go[2], tries, st, err;
+	pid_t pid;
+
+	CHECK(!pipe(go), "pipe");
+	pid = fork();
+	CHECK(pid >= 0, "fork");
+	if (!pid) {
+		close(go[1]);
+		post_after_accept_client(go[0]);
+	}
+	close(go[0]);
+	l = listener(port + 6);
+	CHECK(write(go[1], "g", 1) == 1, "go");
+	ev = expect(l.ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	CHECK(!kill(pid, SIGSTOP), "SIGSTOP");
+	child = ev->id;
+	ack(ev);
+	make_qp(child);
+	mr = ibv_reg_mr(child->pd, sbuf, sizeof(sbuf), 0);
+	CHECK(mr, "reg_mr s");
+	fill((uint8_t *)sbuf, sizeof(sbuf), 42);
+	sge = (struct ibv_sge){ (uintptr_t)sbuf, sizeof(sbuf), mr->lkey };
+	wr.wr_id = 9;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_SEND;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	CHECK(!rdma_accept(child, NULL), "accept: %s", strerror(errno));
+	err = ibv_post_send(child->qp, &wr, &bad);
+	CHECK(!ibv_query_qp(child->qp, &qa, IBV_QP_STATE, &ia), "query_qp");
+	CHECK(!kill(pid, SIGCONT), "SIGCONT");
+	CHECK(!err, "post_send right after accept: %s (QP state %d)",
+	      strerror(err), qa.qp_state);
+	CHECK(qa.qp_state == IBV_QPS_RTS, "accepted QP in state %d, not RTS",
+	      qa.qp_state);
+	ack(expect(l.ch, RDMA_CM_EVENT_ESTABLISHED));
+	for (tries = 0; tries < 1000; tries++) {
+		if (ibv_poll_cq(child->send_cq, 1, &wc) == 1)
+			break;
+		usleep(10000);
+	}
+	CHECK(tries < 1000 && wc.status == IBV_WC_SUCCESS && wc.wr_id == 9,
+	      "send: %s",
+	      tries < 1000 ? ibv_wc_status_str(wc.status) : "no completion");
+	CHECK(!rdma_disconnect(child), "disconnect: %s", strerror(errno));
+	ack(expect(l.ch, RDMA_CM_EVENT_DISCONNECTED));
+	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && !WEXITSTATUS(st),
+	      "the initiator failed (status %#x)", st);
+	ibv_dereg_mr(mr);
+	rdma_destroy_qp(child);
+	CHECK(!rdma_destroy_id(child), "destroy child");
+	side_free(&l);
+	close(go[1]);
+	printf("ok - a Send posted as rdma_accept returns (RTS) arrives\n");
+}
+
 static void test_reject(void)
 {
 	struct side l = listener(port + 1), c = client(port + 1);
@@ -529,9 +648,10 @@ int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc != 2 || (port = atoi(argv[1])) <= 0 || port > 65000) {
-		fprintf(stderr, "usage: cma_api PORT (uses PORT..PORT+5)\n");
+		fprintf(stderr, "usage: cma_api PORT (uses PORT..PORT+6)\n");
 		return 2;
 	}
+	test_post_after_accept();
 	test_pd_ird_ord();
 	test_reject();
 	test_no_listener();

@@ -83,7 +83,7 @@ void swiw_cm_report(struct swiw_stream *s, int type, int status)
 int swiw_cm_attach(struct ibv_qp *ibqp, int fd, const struct swiw_cm_params *p)
 {
 	struct swiw_qp *qp = to_swiw_qp(ibqp);
-	enum ibv_qp_state st;
+	enum ibv_qp_state st, prev = IBV_QPS_INIT;
 	int err = 0;
 
 	if (!p || !p->cb || fd < 0 || p->pd_len > SWIW_MPA_PD_MAX ||
@@ -102,10 +102,23 @@ int swiw_cm_attach(struct ibv_qp *ibqp, int fd, const struct swiw_cm_params *p)
 		   st != IBV_QPS_RTS) {
 		err = EINVAL;
 	}
+	/*
+	 * Accepting: RTS now, as siw's accept and the IB CM (RTS before the
+	 * REP) have it, so that work posted once rdma_accept returns is
+	 * taken; it waits for MPA (the peer's RTR) as an RTR QP's does. A
+	 * passive side may post before ESTABLISHED: perftest -R's latency
+	 * servers do. The initiator stays where it is until ESTABLISHED.
+	 */
+	if (!err && p->responder) {
+		prev = __atomic_load_n(&qp->state, __ATOMIC_ACQUIRE);
+		__atomic_store_n(&qp->state, IBV_QPS_RTS, __ATOMIC_RELEASE);
+	}
 	if (!err) {
 		swiw_eng_lock();
 		err = swiw_engine_cm_attach_locked(qp, fd, p);
 		swiw_eng_unlock();
+		if (err && p->responder)
+			__atomic_store_n(&qp->state, prev, __ATOMIC_RELEASE);
 	}
 	pthread_mutex_unlock(&qp->state_lock);
 	return err;
