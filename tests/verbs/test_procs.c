@@ -395,6 +395,67 @@ static void test_burst_quiet(void **state)
 	f->child = 0;
 }
 
+/*
+ * A WRITE completes once all of it is with TCP, never before: the
+ * program may then reuse the buffer. The target is stopped, so that
+ * most of a 4 MiB WRITE waits behind its closed window; the buffer is
+ * overwritten the moment the completion comes; what lands must be what
+ * was posted. (A txd in the middle of the message asks for an event now
+ * and then; one of those completed the WR early, and perftest's
+ * ib_write_lat lost its last WRITE when the program exited on it.)
+ */
+static void test_write_complete_at_end(void **state)
+{
+	struct fx *f = *state;
+	struct info peer;
+	struct ibv_sge sge;
+	struct ibv_wc wc;
+	uint8_t *want;
+	long t0;
+	int n = 0, status, stopped = 1;
+
+	start(f, CH_PAUSE, 1, &peer);
+	rt_fill(f->buf, REGION, 19);
+	assert_int_equal(kill(f->child, SIGSTOP), 0);
+	usleep(20000);
+	sge = (struct ibv_sge){ (uintptr_t)f->buf, REGION, f->mr->lkey };
+	assert_int_equal(rt_post(f->qp[0], 7, IBV_WR_RDMA_WRITE, &sge,
+				 IBV_SEND_SIGNALED, peer.addr, peer.rkey),
+			 0);
+	/* A second in which the target reads nothing, then on. */
+	for (t0 = rt_now_ms(); n == 0;) {
+		n = ibv_poll_cq(f->scq, 1, &wc);
+		if (n == 0 && stopped && rt_now_ms() - t0 > 1000) {
+			assert_int_equal(kill(f->child, SIGCONT), 0);
+			stopped = 0;
+		}
+		assert_true(n >= 0 && rt_now_ms() - t0 < 20000);
+	}
+	memset(f->buf, 0xee, REGION);
+	fprintf(stderr, "completed %s the target went on\n",
+		stopped ? "before" : "after");
+	if (stopped)
+		assert_int_equal(kill(f->child, SIGCONT), 0);
+	assert_int_equal(wc.wr_id, 7);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	/* Everything posted, then nothing more, lands: the last octets
+	 * come last. */
+	want = malloc(REGION);
+	assert_non_null(want);
+	rt_fill(want, REGION, 19);
+	for (t0 = rt_now_ms(); rt_now_ms() - t0 < 10000; usleep(10000))
+		if (!memcmp(f->shared + REGION - 4096, want + REGION - 4096,
+			    4096))
+			break;
+	n = memcmp(f->shared, want, REGION);
+	free(want);
+	assert_int_equal(n, 0);
+	kill(f->child, SIGKILL);
+	status = reap(f->child, 5000);
+	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	f->child = 0;
+}
+
 #define NWR 200
 #define NWR_AHEAD 30
 
@@ -603,9 +664,9 @@ static void test_hundred_qps(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-		T(test_write_read_paused), T(test_burst_quiet),
-		T(test_peer_sigkill),	   T(test_peer_sigkill_sender),
-		T(test_hundred_qps),
+		T(test_write_read_paused),     T(test_burst_quiet),
+		T(test_write_complete_at_end), T(test_peer_sigkill),
+		T(test_peer_sigkill_sender),   T(test_hundred_qps),
 	};
 
 	if (argc > 1)

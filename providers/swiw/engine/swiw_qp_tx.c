@@ -434,7 +434,7 @@ static int txd_build(struct swiw_stream *s)
 			uint32_t stag =
 				s->infl[s->slot & s->infl_mask].inv_stag;
 
-			t->id = SWIW_TXD_ID_WR | s->slot;
+			t->id = SWIW_TXD_ID_WR | SWIW_TXD_ID_LAST | s->slot;
 			t->num_sge = 0;
 			t->hdr_len = sizeof(stag);
 			t->payload_len = 0;
@@ -468,9 +468,12 @@ static int txd_build(struct swiw_stream *s)
 		t->id = s->kind == TX_SQE ? SWIW_TXD_ID_WR | s->slot : 0;
 		/* An event now and then, so that a full ring always has
 		 * one coming that brings the pump back. */
-		if ((seg.last && txd_completes_wr(s)) ||
-		    !(s->txr.pos % quarter))
+		if (seg.last && txd_completes_wr(s)) {
+			t->id |= SWIW_TXD_ID_LAST;
 			fl |= SWIW_TXD_EVENT;
+		} else if (!(s->txr.pos % quarter)) {
+			fl |= SWIW_TXD_EVENT;
+		}
 		swiw_ring_publish(&s->txr, t, fl);
 		s->tx_rung = true;
 		s->msg_cut = seg.last;

@@ -203,8 +203,14 @@ struct swiw_stream {
 	size_t bounce_len;
 };
 
-/* txd ids: a WR's infl[] entry, or none. */
+/*
+ * txd ids: a WR's infl[] entry, or none. The txd whose SENT completes
+ * the WR (its message's last, SWIW_TXD_ID_LAST) says so: the others of
+ * the WR ask for SENT now and then only to bring the pump back, and a
+ * SENT of theirs must not complete it while the rest is still to go.
+ */
 #define SWIW_TXD_ID_WR (1ull << 32)
+#define SWIW_TXD_ID_LAST (1ull << 33)
 
 static inline int swiw_acc_bits(int ibv)
 {

@@ -252,9 +252,10 @@ static void ev_sent(struct swiw_stream *s, const struct swiw_rxev *e)
 				 IBV_EVENT_QP_FATAL);
 		return;
 	}
-	if (w->opcode == SWIW_OP_READ || w->opcode == SWIW_OP_FETCH_ADD ||
-	    w->opcode == SWIW_OP_CMP_SWAP)
-		return; /* a periodic event: its response completes it */
+	/* A periodic event (a Read's, an atomic's, one in the middle of a
+	 * message): what completes the WR is still to come. */
+	if (!(e->id & SWIW_TXD_ID_LAST))
+		return;
 	if (w->opcode == SWIW_OP_LOCAL_INV && s->be->mirror_invalidate)
 		swiw_mem_invalidate(w->inv_stag, s->qp->vqp.qp.pd);
 	w->done = true;
