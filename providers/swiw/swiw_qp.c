@@ -334,8 +334,10 @@ int swiw_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask,
 	attr->ah_attr.grh.dgid = qp->dgid;
 	attr->ah_attr.port_num = SWIW_PORT;
 	attr->port_num = SWIW_PORT;
-	attr->max_dest_rd_atomic = qp->ird;
-	attr->max_rd_atomic = qp->ord;
+	/* The engine sets these as MPA completes (swiw_cm_report), without
+	 * state_lock. */
+	attr->max_dest_rd_atomic = __atomic_load_n(&qp->ird, __ATOMIC_RELAXED);
+	attr->max_rd_atomic = __atomic_load_n(&qp->ord, __ATOMIC_RELAXED);
 	attr->sq_psn = qp->sq_psn;
 	attr->rq_psn = qp->rq_psn;
 	attr->sq_draining = 0;
