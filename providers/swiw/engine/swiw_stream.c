@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "swiw.h"
+#include "swiw_sock.h"
 #include "swiw_stream.h"
 
 _Static_assert(sizeof(struct swiw_iov) == sizeof(struct iovec) &&
@@ -412,7 +413,7 @@ void swiw_streams_reap(void)
 	swiw_eng_assert_held();
 	while ((s = graveyard)) {
 		graveyard = s->next_dead;
-		close(s->fd);
+		swiw_sock_close(s->fd);
 		swiw_stream_free(s);
 	}
 }
@@ -480,6 +481,9 @@ void swiw_stream_detach(struct swiw_qp *qp)
 		shutdown(s->fd, SHUT_RDWR);
 		swiw_eng_epoll_ctl(EPOLL_CTL_DEL, s->fd, 0, NULL);
 	}
+	/* Now, not at the reap only: the program may exit before that,
+	 * and its exit closes the socket (swiw_sock.c says why). */
+	swiw_sock_drain(s->fd);
 	s->dead = true;
 	s->next_dead = graveyard;
 	graveyard = s;
