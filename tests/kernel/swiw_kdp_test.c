@@ -46,6 +46,7 @@
 #include "swiw_ddp.h"
 #include "swiw_fpdu.h"
 #include "ktest.h"
+#include "../lib/swiw_tcp_pair.h"
 
 #define RING_NUM 64
 #define RQ_STRIDE (SWIW_RQE_HDR_SIZE + 4 * sizeof(struct swiw_sge))
@@ -368,25 +369,7 @@ static void fill(uint8_t *p, size_t n, unsigned int seed)
 /* A connected TCP pair over loopback, both ends with TCP_NODELAY. */
 static int tcp_pair(int *a, int *b)
 {
-	struct sockaddr_in sin = { .sin_family = AF_INET };
-	socklen_t sl = sizeof(sin);
-	int lsn, one = 1;
-
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	lsn = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	*a = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (lsn < 0 || *a < 0 ||
-	    bind(lsn, (struct sockaddr *)&sin, sizeof(sin)) || listen(lsn, 1) ||
-	    getsockname(lsn, (struct sockaddr *)&sin, &sl) ||
-	    connect(*a, (struct sockaddr *)&sin, sizeof(sin)))
-		return -1;
-	*b = accept4(lsn, NULL, NULL, SOCK_CLOEXEC);
-	close(lsn);
-	if (*b < 0)
-		return -1;
-	setsockopt(*a, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	setsockopt(*b, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	return 0;
+	return swiw_tcp_pair(a, b, 0, true);
 }
 
 static void *map_anon(size_t len, bool shared)

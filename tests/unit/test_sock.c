@@ -6,9 +6,7 @@
  * peer loses the tail (ECONNRESET). And a peer that keeps sending cannot
  * hold the close: the look at its input is bounded.
  */
-#include <arpa/inet.h>
 #include <errno.h>
-#include <netinet/in.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -23,29 +21,13 @@
 #include <cmocka.h>
 
 #include "swiw_sock.h"
+#include "../lib/swiw_tcp_pair.h"
 
 /* A connected pair on 127.0.0.1: *a dialed, *b accepted; b's receive
  * buffer small, so that a's output waits in a's send queue. */
 static void tcp_pair(int *a, int *b)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET };
-	socklen_t len = sizeof(sa);
-	int l, small = 4096;
-
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	l = socket(AF_INET, SOCK_STREAM, 0);
-	assert_true(l >= 0);
-	assert_int_equal(
-		setsockopt(l, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)), 0);
-	assert_int_equal(bind(l, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	assert_int_equal(listen(l, 1), 0);
-	assert_int_equal(getsockname(l, (struct sockaddr *)&sa, &len), 0);
-	*a = socket(AF_INET, SOCK_STREAM, 0);
-	assert_true(*a >= 0);
-	assert_int_equal(connect(*a, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	*b = accept(l, NULL, NULL);
-	assert_true(*b >= 0);
-	close(l);
+	assert_int_equal(swiw_tcp_pair(a, b, 4096, false), 0);
 }
 
 /* Fills a's send path without blocking; returns the octets it took. */

@@ -23,6 +23,7 @@
 #include "lower_env.h"
 #include "swiw_mpa.h"
 #include "wire_test.h"
+#include "../lib/swiw_tcp_pair.h"
 
 #define RW (SWIW_ACC_LOCAL_WRITE | SWIW_ACC_REMOTE_WRITE)
 
@@ -45,25 +46,9 @@ static struct side *A, *B;
 
 static void tcp_pair(int *a, int *b)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET };
-	socklen_t sl = sizeof(sa);
-	int ls, one = 1;
-
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	ls = socket(AF_INET, SOCK_STREAM, 0);
-	assert_true(ls >= 0);
-	assert_int_equal(bind(ls, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	assert_int_equal(listen(ls, 1), 0);
-	assert_int_equal(getsockname(ls, (struct sockaddr *)&sa, &sl), 0);
-	*a = socket(AF_INET, SOCK_STREAM, 0);
-	assert_int_equal(connect(*a, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	*b = accept(ls, NULL, NULL);
-	assert_true(*b >= 0);
-	close(ls);
+	assert_int_equal(swiw_tcp_pair(a, b, 0, true), 0);
 	assert_int_equal(fcntl(*a, F_SETFL, O_NONBLOCK), 0);
 	assert_int_equal(fcntl(*b, F_SETFL, O_NONBLOCK), 0);
-	setsockopt(*a, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	setsockopt(*b, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
 static struct side *side_new(int fd, u32 ev_num)
