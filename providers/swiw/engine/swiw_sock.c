@@ -4,12 +4,12 @@
  * read makes the kernel reset the connection, and the reset drops what
  * the send queue still holds: the tail of a message whose work request
  * has completed (an iWARP send completes once TCP has the data). A
- * program that destroys its QP right after the last completion, as
- * perftest's latency tests do, would lose its last Write whenever the
- * peer's last bytes (an FPDU's CRC after a payload the program already
- * saw placed) were still in the receive queue. So the input is read
- * away first. A peer that sends more after that still gets a reset: the
- * look is bounded, so that a peer streaming at us cannot hold a destroy.
+ * program that destroys its QP right after its last completion (as
+ * perftest's latency tests do) could lose that message whenever the
+ * peer's last bytes, such as an FPDU's CRC after a payload already
+ * placed, were still unread. So the input is read away first. A peer
+ * that sends more after that still gets a reset: the look is bounded,
+ * so that a peer streaming at us cannot hold a destroy.
  */
 #include <errno.h>
 #include <sys/socket.h>
