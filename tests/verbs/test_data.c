@@ -353,9 +353,13 @@ static void test_write_read(void **state)
 	expect_none(f->b.rcq, 10);
 }
 
-static void test_many_reads(void **state)
+/*
+ * 64 Reads against ORD 16: the rest wait in the SQ for responses. With
+ * @nap the program sleeps between polls, so whoever takes a response
+ * (the progress thread) sends the next Read; no doorbell rings for them.
+ */
+static void many_reads(struct fx *f, bool nap)
 {
-	struct fx *f = *state;
 	struct ibv_wc wc[64];
 	int i;
 
@@ -368,12 +372,22 @@ static void test_many_reads(void **state)
 		     IBV_SEND_SIGNALED, (uintptr_t)f->b.src + (63 - i) * 4096u,
 		     f->b.smr->rkey, 0);
 	}
-	assert_int_equal(wait_cq(f->a.scq, wc, 64), 64);
+	assert_int_equal(wait_cq_ms(f->a.scq, wc, 64, 10000, nap), 64);
 	for (i = 0; i < 64; i++) {
 		check_wc(&wc[i], (uint64_t)i, IBV_WC_RDMA_READ, 0);
 		assert_memory_equal(f->a.dst + i * 4096u,
 				    f->b.src + (63 - i) * 4096u, 4096);
 	}
+}
+
+static void test_many_reads(void **state)
+{
+	many_reads(*state, false);
+}
+
+static void test_many_reads_napping(void **state)
+{
+	many_reads(*state, true);
 }
 
 static void test_unsignaled(void **state)
@@ -1610,6 +1624,7 @@ int main(void)
 		T(test_imm),
 		T(test_write_read),
 		T(test_many_reads),
+		T(test_many_reads_napping),
 		T(test_unsignaled),
 		T(test_bad_stag),
 		T(test_bad_read),

@@ -371,7 +371,7 @@ void swiw_engine_sq_posted(struct swiw_qp *qp)
 		if (qp->stream) {
 			swiw_stream_pump(qp->stream);
 			taken = !swiw_ring_cons_slot(&qp->sq_eng) ||
-				qp->stream->tx_full;
+				qp->stream->tx_full || qp->stream->rd_wait;
 		}
 		__atomic_store_n(&qp->sq_corked, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&qp->sq_last_ns, swiw_eng_now_ns(),
@@ -382,8 +382,10 @@ void swiw_engine_sq_posted(struct swiw_qp *qp)
 		 * the transport's room empties: a WR another thread posts
 		 * behind it finds the SQ armed and rings for itself, and a
 		 * bell here would only wake the thread for nothing, once
-		 * per message. WRs left for another reason (a stream still
-		 * setting up, ORD full, a fence) ring. */
+		 * per message. So do WRs behind a Read or Atomic Response
+		 * (ORD full, a fence): whoever takes the response pumps
+		 * (link_event). WRs left for another reason (a stream
+		 * still setting up) ring. */
 		if (!taken)
 			swiw_eng_doorbell();
 		return;

@@ -280,12 +280,16 @@ static int next_sqe(struct swiw_stream *s)
 	memset(&m, 0, sizeof(m));
 	op = sqe->opcode;
 	/* A fenced WR waits for every READ and atomic before it. */
-	if ((sqe->flags & SWIW_WQE_FENCE) && s->rd_head != s->rd_tail)
+	if ((sqe->flags & SWIW_WQE_FENCE) && s->rd_head != s->rd_tail) {
+		s->rd_wait = true;
 		return 0;
+	}
 	if ((op == SWIW_OP_READ || op == SWIW_OP_FETCH_ADD ||
 	     op == SWIW_OP_CMP_SWAP) &&
-	    !ord_room(s))
+	    !ord_room(s)) {
+		s->rd_wait = true;
 		return 0; /* ORD reached: a response frees a slot */
+	}
 	if (s->infl_tail - s->infl_head > s->infl_mask)
 		return 0; /* cannot happen: the SQ is no larger */
 
@@ -520,12 +524,15 @@ bool swiw_tx_pump(struct swiw_stream *s)
 
 	swiw_eng_assert_held();
 	s->tx_full = false;
+	s->rd_wait = false;
 	while (s->ops->txd && !s->failed &&
 	       (s->tx_ready || s->kind == TX_RTR)) {
 		if (s->kind == TX_NONE) {
 			if (s->rd_more) {
-				if (!ord_room(s))
+				if (!ord_room(s)) {
+					s->rd_wait = true;
 					break;
+				}
 				s->rd_more = false;
 				if (rd_start_next(s)) {
 					swiw_stream_fail(s, SWIW_V_NONE, NULL,

@@ -198,6 +198,9 @@ struct swiw_stream {
 	/* The transmit ring stayed full after a doorbell: the lower half
 	 * waits for transport room, which brings the pump back. */
 	bool tx_full;
+	/* The SQ's head waits for a Read or Atomic Response (ORD, a fence):
+	 * the response's arrival, an event of this stream, pumps again. */
+	bool rd_wait;
 	struct swiw_mr *bounce_mr; /* inline data: a slot per txd */
 	uint8_t *bounce;
 	size_t bounce_len;
