@@ -114,6 +114,11 @@ static int swiw_env_mr_atomic(void *env, void *handle, u64 addr,
 	return swiw_mr_atomic(handle, addr, a, orig);
 }
 
+static bool swiw_env_mr_live(void *env, void *handle)
+{
+	return !READ_ONCE(((struct swiw_kmr *)handle)->dead);
+}
+
 /* Taken in softirq too (receive): BH off. */
 static void swiw_env_rq_lock(void *env, struct swiw_lower_rq *rq)
 	__acquires(rq_lock)
@@ -163,6 +168,7 @@ static const struct swiw_lower_ops swiw_env_ops = {
 	.mr_write = swiw_env_mr_write,
 	.mr_map = swiw_env_mr_map,
 	.mr_atomic = swiw_env_mr_atomic,
+	.mr_live = swiw_env_mr_live,
 	.rq_lock = swiw_env_rq_lock,
 	.rq_unlock = swiw_env_rq_unlock,
 	.send = swiw_env_send,
@@ -721,8 +727,10 @@ static struct swiw_kstream *swiw_stream_get(struct swiw_kfile *f, u32 id)
 
 /*
  * Every placement under way on @f's streams has ended (each is owned and
- * given up once): a region marked dead before this is written no more.
- * Regions belong to one file, so no other file's stream can reach it.
+ * given up once): a region marked dead before this is written no more,
+ * and a frame from it still waiting for TCP ends its stream instead of
+ * going out (swiw_lower_tx_revoke). Regions belong to one file, so no
+ * other file's stream can reach it.
  */
 void swiw_streams_barrier(struct swiw_kfile *f)
 {
@@ -735,6 +743,9 @@ void swiw_streams_barrier(struct swiw_kfile *f)
 		if (!s)
 			continue;
 		swiw_stream_claim(s);
+		/* Nor is a frame that waits for TCP room sent from it. */
+		if (!s->dead && swiw_lower_tx_revoke(&s->lower))
+			WRITE_ONCE(s->tx_wait, false);
 		swiw_stream_unclaim(s);
 		swiw_stream_put(s);
 	}

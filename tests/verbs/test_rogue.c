@@ -31,6 +31,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 
 #include <cmocka.h>
 #include <infiniband/verbs.h>
@@ -1016,6 +1018,93 @@ static void test_dereg_mid_segment(void **state)
 }
 
 /* No remote right at all; modify_qp in RTS grants READ, only READ. */
+/*
+ * A requester Reads a region far larger than the transport holds, and
+ * keeps its window shut; the responder's program deregisters the region
+ * and reuses the memory. Nothing of what it writes afterwards may reach
+ * the wire: the Read Response stops where the transport took it, and
+ * the stream ends (a TERMINATE or the connection). Issue 16's "read 244
+ * MiB after ibv_dereg_mr returned".
+ */
+/* @qp goes to ERROR within 5 s. */
+static bool qp_reaches_err(struct ibv_qp *qp)
+{
+	struct ibv_qp_init_attr ia;
+	struct ibv_qp_attr a;
+	int i;
+
+	for (i = 0; i < 500; i++) {
+		if (!ibv_query_qp(qp, &a, IBV_QP_STATE, &ia) &&
+		    a.qp_state == IBV_QPS_ERR)
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+#define SHUT_LEN (64u << 20)
+#define SHUT_OLD 0x5a
+#define SHUT_NEW 0xee
+
+static void test_dereg_read_window_shut(void **state)
+{
+	struct fx *f = *state;
+	struct ibv_mr *mr;
+	struct rogue_msg m;
+	uint64_t got = 0, fresh = 0;
+	uint8_t *big = aligned_alloc(4096, SHUT_LEN);
+	int rc;
+
+	assert_non_null(big);
+	memset(big, SHUT_OLD, SHUT_LEN);
+	mr = ibv_reg_mr(f->pd, big, SHUT_LEN,
+			IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
+	assert_non_null(mr);
+	connect_rogue(f, &f->c[0], f->pd, ACC_ALL);
+	/* The rogue reads nothing: the responder fills both socket buffers
+	 * and stalls with most of the response still to go. */
+	rogue_read(&f->c[0], mr->rkey, (uintptr_t)big, SHUT_LEN);
+	usleep(500000);
+	assert_int_equal(ibv_dereg_mr(mr), 0);
+	memset(big, SHUT_NEW, SHUT_LEN);
+	for (;;) {
+		rc = rogue_recv(f->c[0].r, &m, 3000);
+		if (rc)
+			break;
+		if (m.seg.opcode != RDMAP_READ_RESP)
+			continue;
+		got += m.seg.payload_len;
+		for (u32 i = 0; i < m.seg.payload_len; i++)
+			fresh += m.payload[i] == SHUT_NEW;
+	}
+	/* A frame whose payload changed after its CRC was taken breaks the
+	 * framing: what it and the rest of the stream hold is counted raw. */
+	if (rc == -EPROTO) {
+		struct rogue *r = f->c[0].r;
+		struct timeval tv = { .tv_sec = 2 };
+		uint8_t raw[65536];
+		ssize_t n;
+
+		setsockopt(r->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		for (size_t i = 0; i < r->in_tail; i++)
+			fresh += r->in[i] == SHUT_NEW;
+		while ((n = recv(r->fd, raw, sizeof(raw), 0)) > 0)
+			for (ssize_t i = 0; i < n; i++)
+				fresh += raw[i] == SHUT_NEW;
+	}
+	fprintf(stderr,
+		"# %llu of %u octets came, %llu written after the "
+		"deregistration; the stream ended: %s\n",
+		(unsigned long long)got, SHUT_LEN, (unsigned long long)fresh,
+		strerror(-rc));
+	assert_int_equal(fresh, 0);
+	assert_true(got < SHUT_LEN);
+	/* It ended, both ends: not a response left hanging for ever. */
+	assert_int_not_equal(rc, -ETIMEDOUT);
+	assert_true(qp_reaches_err(f->c[0].id->qp));
+	free(big);
+}
+
 static void test_qp_read_granted(void **state)
 {
 	struct fx *f = *state;
@@ -1331,6 +1420,7 @@ int main(int argc, char **argv)
 		T(test_qp_no_remote_atomic),
 		T(test_qp_write_revoked),
 		T(test_dereg_mid_segment),
+		T(test_dereg_read_window_shut),
 		T(test_qp_read_granted),
 		T(test_pair_no_remote_write),
 		T(test_pair_no_remote_read),

@@ -32,6 +32,7 @@ _Static_assert(sizeof(struct swiw_iov) == sizeof(struct iovec) &&
 
 struct env_region {
 	bool used, valid, no_inval;
+	bool dead; /* deregistered while held: mr_live says so */
 	u32 stag, access;
 	u64 base, len;
 	u8 *mem;
@@ -174,6 +175,12 @@ static void env_rq_unlock(void *ctx, struct swiw_lower_rq *rq)
 	e->locked--;
 }
 
+static bool env_mr_live(void *ctx, void *handle)
+{
+	(void)ctx;
+	return !((struct env_region *)handle)->dead;
+}
+
 static long env_send(void *ctx, const struct swiw_iov *iov, u32 n, u32 len)
 {
 	struct env *e = ctx;
@@ -262,6 +269,7 @@ static const struct swiw_lower_ops env_ops = {
 	.mr_write = env_mr_write,
 	.mr_map = env_mr_map,
 	.mr_atomic = env_mr_atomic,
+	.mr_live = env_mr_live,
 	.rq_lock = env_rq_lock,
 	.rq_unlock = env_rq_unlock,
 	.send = env_send,

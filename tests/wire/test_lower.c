@@ -541,6 +541,43 @@ static u64 atomic(u8 op, u32 stag, u64 to, u64 add_swap, u64 compare,
 	return g.u.aresp.orig;
 }
 
+/*
+ * B's Read Response waits for transport room (A reads nothing) when its
+ * source region is deregistered: none of the rest goes, and B's stream
+ * ends in a local catastrophic error. While the region lives, nothing
+ * is revoked.
+ */
+static void test_tx_revoke(void **state)
+{
+	const u32 len = 8u << 20;
+	struct swiw_rxev ev;
+	struct env_region *r;
+	u32 sink, src;
+	u64 sent;
+
+	(void)state;
+	pair_new(&(struct opts){ 0 });
+	sink = env_reg(&A->e, 0x400000, len, SWIW_ACC_LOCAL_WRITE);
+	src = env_reg(&B->e, 0x900000, len, SWIW_ACC_REMOTE_READ);
+	A->stop_rx = true;
+	do_read(A, sink, 0x400000, len, src, 0x900000);
+	pump();
+	assert_int_equal(swiw_lower_tx(B->e.l), 1);
+	assert_false(swiw_lower_tx_revoke(B->e.l));
+	r = env_find(&B->e, src);
+	r->dead = true;
+	assert_true(swiw_lower_tx_revoke(B->e.l));
+	assert_false(swiw_lower_tx_revoke(B->e.l));
+	sent = B->e.sent;
+	assert_true(sent < len);
+	A->stop_rx = false;
+	ev_expect(B, SWIW_RXEV_VIOLATION, &ev);
+	assert_int_equal(ev.violation, SWIW_V_RDMAP_CATASTROPHIC);
+	pump();
+	assert_int_equal(B->e.sent, sent);
+	assert_int_equal(swiw_lower_tx(B->e.l), 0);
+}
+
 static void test_atomics(void **state)
 {
 	u32 t;
@@ -1761,6 +1798,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_send_multi_sge, teardown),
 		cmocka_unit_test_teardown(test_write, teardown),
 		cmocka_unit_test_teardown(test_read, teardown),
+		cmocka_unit_test_teardown(test_tx_revoke, teardown),
 		cmocka_unit_test_teardown(test_atomics, teardown),
 		cmocka_unit_test_teardown(test_write_imm, teardown),
 		cmocka_unit_test_teardown(test_send_inval, teardown),

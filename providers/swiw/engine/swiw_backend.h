@@ -45,6 +45,12 @@ struct swiw_backend {
 	int (*set_access)(uint32_t stream_id, uint32_t access);
 	int (*detach)(uint32_t stream_id);
 	/*
+	 * A region of the provider's table was deregistered (NULL: the
+	 * backend's own DEREG_MR sees to it): nothing the streams have not
+	 * sent yet is read from it any more. True if a stream ended so.
+	 */
+	bool (*mr_gone)(void);
+	/*
 	 * The fd the engine thread polls for events (-1: none, the backend
 	 * reports through swiw_backend_wake on the engine thread itself).
 	 */

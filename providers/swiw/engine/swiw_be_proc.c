@@ -264,6 +264,12 @@ static void r_wake(void *env)
 	(void)env;
 }
 
+static bool r_mr_live(void *env, void *handle)
+{
+	(void)env;
+	return swiw_mem_ref_live(handle);
+}
+
 static const struct swiw_lower_ops proc_ops = {
 	.mr_get = r_mr_get,
 	.mr_put = r_mr_put,
@@ -271,6 +277,7 @@ static const struct swiw_lower_ops proc_ops = {
 	.mr_write = r_mr_write,
 	.mr_map = r_mr_map,
 	.mr_atomic = r_mr_atomic,
+	.mr_live = r_mr_live,
 	.rq_lock = r_rq_lock,
 	.rq_unlock = r_rq_lock,
 	.send = r_send,
@@ -456,6 +463,23 @@ int swiw_proc_doorbell(uint32_t id)
 		proc_tx(rs, false);
 	}
 	return 0;
+}
+
+/*
+ * A region left the provider's table: a frame still waiting for the
+ * transport does not read it any more (swiw_lower_tx_revoke). True if a
+ * stream ended so; its events are in its ring.
+ */
+bool swiw_proc_mr_gone(void)
+{
+	bool any = false;
+	uint32_t i;
+
+	swiw_eng_assert_held();
+	for (i = 0; i < nrstreams; i++)
+		if (rstreams[i] && swiw_lower_tx_revoke(&rstreams[i]->l))
+			any = true;
+	return any;
 }
 
 int swiw_proc_set_access(uint32_t id, uint32_t access)

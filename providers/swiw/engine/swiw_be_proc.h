@@ -59,6 +59,7 @@ int swiw_proc_attach(struct swiw_ioc_attach *a,
 		     const struct swiw_proc_mode *mode);
 int swiw_proc_doorbell(uint32_t id);
 int swiw_proc_set_access(uint32_t id, uint32_t access);
+bool swiw_proc_mr_gone(void);
 int swiw_proc_detach(uint32_t id);
 
 #endif /* SWIW_BE_PROC_H */

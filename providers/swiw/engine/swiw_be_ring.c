@@ -67,5 +67,6 @@ struct swiw_backend swiw_ring_backend = {
 	.doorbell = swiw_proc_doorbell,
 	.set_access = swiw_proc_set_access,
 	.detach = swiw_proc_detach,
+	.mr_gone = swiw_proc_mr_gone,
 	.event_fd = -1,
 };

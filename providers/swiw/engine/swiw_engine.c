@@ -1169,11 +1169,20 @@ locked:
  */
 void swiw_engine_mr_gone(void)
 {
+	const struct swiw_backend *be = swiw_backend();
+	bool ended;
+
 	if (!__atomic_load_n(&eng_started, __ATOMIC_ACQUIRE) ||
 	    eng_held_by(pthread_self()))
 		return;
 	swiw_eng_lock();
+	/* A Read Response held back by a peer that keeps its window shut
+	 * would otherwise go out later from memory the program reuses. */
+	ended = be && be->mr_gone && be->mr_gone();
 	swiw_eng_unlock();
+	/* The thread's next round drains the events and fails the stream. */
+	if (ended)
+		swiw_eng_doorbell();
 }
 
 /* Starts the progress thread once; under the engine lock. */

@@ -79,6 +79,9 @@ struct swiw_lower_ops {
 	 * the held region): 0 with *@orig, or -EFAULT. */
 	int (*mr_atomic)(void *env, void *handle, u64 addr,
 			 const struct swiw_rdmap_atomic_req *a, u64 *orig);
+	/* The held region is still registered (NULL: never asked); see
+	 * swiw_lower_tx_revoke. */
+	bool (*mr_live)(void *env, void *handle);
 	/* Serialise the streams that take RQEs from one shared RQ. */
 	void (*rq_lock)(void *env, struct swiw_lower_rq *rq);
 	void (*rq_unlock)(void *env, struct swiw_lower_rq *rq);
@@ -324,6 +327,17 @@ void swiw_lower_rx_closed(struct swiw_lower *l, int err);
  * SWIW_TXD_EVENT and SWIW_TXD_INVALIDATE fail it with EINVAL.
  */
 int swiw_lower_tx(struct swiw_lower *l);
+
+/*
+ * A region was deregistered. A frame not wholly handed to the transport
+ * whose payload comes from a region no longer live (ops->mr_live) cannot
+ * go on: its owner may reuse the memory once the deregistration returns.
+ * The stream's framing cannot be kept without it, so transmission stops
+ * for good and the stream ends in a local catastrophic error (a
+ * VIOLATION event). Returns whether it did. Called by the stream's owner,
+ * as swiw_lower_tx is.
+ */
+bool swiw_lower_tx_revoke(struct swiw_lower *l);
 
 /* A doorbell: the event ring may have room again. */
 void swiw_lower_doorbell(struct swiw_lower *l);

@@ -339,6 +339,45 @@ static int txd_next(struct swiw_lower *l, struct swiw_lower_frame *f)
 	return -1;
 }
 
+/* A region @f reads from was deregistered; @k: the response it is of. */
+static bool frame_revoked(struct swiw_lower *l,
+			  const struct swiw_lower_frame *f, u32 k)
+{
+	const struct swiw_lower_resp *r = &l->resp[k % SWIW_MAX_IRD];
+	u32 i;
+
+	if (!f->txd)
+		return r->mr && !l->ops->mr_live(l->env, r->mr);
+	for (i = 0; i < f->nmr; i++)
+		if (!l->ops->mr_live(l->env, f->mr[i]))
+			return true;
+	return false;
+}
+
+bool swiw_lower_tx_revoke(struct swiw_lower *l)
+{
+	u32 i, k = l->resp_head; /* the batch's first response frame's */
+	bool revoked = false;
+
+	if (!l->ops->mr_live || l->tx_failed)
+		return false;
+	for (i = 0; i < l->bf_n && !revoked; i++) {
+		const struct swiw_lower_frame *f = bf_at(l, i);
+
+		revoked = frame_revoked(l, f, k);
+		if (!f->txd && f->last)
+			k++;
+	}
+	if (!revoked)
+		return false;
+	swiw_lower_tx_drop(l);
+	l->tx_failed = true;
+	swiw_lower_rx_end(l, SWIW_RXEV_VIOLATION, SWIW_V_RDMAP_CATASTROPHIC, 0,
+			  NULL, 0, 0);
+	swiw_lower_wake(l);
+	return true;
+}
+
 /*
  * Builds the next batch: responses between the provider's messages,
  * txds in ring order. True if it holds a frame.
