@@ -69,7 +69,8 @@ void *swiw_real_sym(const char *name, const char *version)
 
 static void *open_provider(void)
 {
-	const char *env = getenv("SWIW_PROVIDER");
+	/* Not from the caller of a privileged program (AT_SECURE). */
+	const char *env = secure_getenv("SWIW_PROVIDER");
 	char here[PATH_MAX];
 	Dl_info info;
 	void *h;

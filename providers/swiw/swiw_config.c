@@ -368,16 +368,22 @@ static void config_load_file(struct swiw_config *cfg, const char *path,
 static void config_env(struct swiw_config *cfg, const char *var,
 		       const char *key)
 {
-	const char *v = getenv(var);
+	const char *v = secure_getenv(var);
 
 	if (v && swiw_config_set(cfg, key, v))
 		fprintf(stderr, "swiw: %s=\"%s\" is not valid, ignored\n", var,
 			v);
 }
 
+/*
+ * The environment overrides the file, except in a program that runs with
+ * more privilege than its caller (setuid, file capabilities: AT_SECURE),
+ * where secure_getenv() reads nothing: the caller must not choose its
+ * configuration file, engine or broker port.
+ */
 static void config_load(void)
 {
-	const char *path = getenv("SWIW_CONFIG");
+	const char *path = secure_getenv("SWIW_CONFIG");
 
 	swiw_config_defaults(&the_config);
 	if (path && *path)

@@ -135,7 +135,8 @@ static bool path_beside_us(const char *rel, char *buf, size_t size)
 
 static int broker_path(const struct swiw_broker_opts *o, char *buf, size_t size)
 {
-	const char *env = getenv("SWIW_BROKER");
+	/* Not from the caller of a privileged program (AT_SECURE). */
+	const char *env = secure_getenv("SWIW_BROKER");
 
 	if (o && o->path) {
 		snprintf(buf, size, "%s", o->path);

@@ -252,8 +252,9 @@ static int parse_opts(struct brk_opts *o, int argc, char **argv)
 	memset(o, 0, sizeof(*o));
 	o->idle_ms = DEFAULT_IDLE_MS;
 	/* Brokers started on demand take their idle time from here. */
-	if (getenv("SWIW_BROKER_IDLE_MS") &&
-	    !parse_uint(getenv("SWIW_BROKER_IDLE_MS"), 86400000, &o->idle_ms))
+	if (secure_getenv("SWIW_BROKER_IDLE_MS") &&
+	    !parse_uint(secure_getenv("SWIW_BROKER_IDLE_MS"), 86400000,
+			&o->idle_ms))
 		fprintf(stderr,
 			"swiw-broker: SWIW_BROKER_IDLE_MS is not a number of ms, ignored\n");
 	o->request_ms = DEFAULT_REQUEST_MS;
@@ -417,7 +418,7 @@ static int tcp_listen(struct brk *b)
 
 static void log_open(const struct brk_opts *o)
 {
-	const char *path = getenv("SWIW_BROKER_LOG");
+	const char *path = secure_getenv("SWIW_BROKER_LOG");
 
 	log_level = swiw_config()->log_level;
 	if (path && *path) {
