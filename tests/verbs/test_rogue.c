@@ -1024,7 +1024,7 @@ static void test_dereg_mid_segment(void **state)
  * and reuses the memory. Nothing of what it writes afterwards may reach
  * the wire: the Read Response stops where the transport took it, and
  * the stream ends (a TERMINATE or the connection). Issue 16's "read 244
- * MiB after ibv_dereg_mr returned".
+ * MiB after ibv_dereg_mr returned". The same when the QP is destroyed.
  */
 /* @qp goes to ERROR within 5 s. */
 static bool qp_reaches_err(struct ibv_qp *qp)
@@ -1046,9 +1046,12 @@ static bool qp_reaches_err(struct ibv_qp *qp)
 #define SHUT_OLD 0x5a
 #define SHUT_NEW 0xee
 
-static void test_dereg_read_window_shut(void **state)
+/*
+ * @destroy: the QP is destroyed instead, with the region still registered
+ * (ibv_destroy_qp, the same promise: the memory is the program's again).
+ */
+static void read_window_shut(struct fx *f, bool destroy)
 {
-	struct fx *f = *state;
 	struct ibv_mr *mr;
 	struct rogue_msg m;
 	uint64_t got = 0, fresh = 0;
@@ -1065,7 +1068,10 @@ static void test_dereg_read_window_shut(void **state)
 	 * and stalls with most of the response still to go. */
 	rogue_read(&f->c[0], mr->rkey, (uintptr_t)big, SHUT_LEN);
 	usleep(500000);
-	assert_int_equal(ibv_dereg_mr(mr), 0);
+	if (destroy)
+		rdma_destroy_qp(f->c[0].id);
+	else
+		assert_int_equal(ibv_dereg_mr(mr), 0);
 	memset(big, SHUT_NEW, SHUT_LEN);
 	for (;;) {
 		rc = rogue_recv(f->c[0].r, &m, 3000);
@@ -1094,15 +1100,28 @@ static void test_dereg_read_window_shut(void **state)
 	}
 	fprintf(stderr,
 		"# %llu of %u octets came, %llu written after the "
-		"deregistration; the stream ended: %s\n",
+		"%s; the stream ended: %s\n",
 		(unsigned long long)got, SHUT_LEN, (unsigned long long)fresh,
-		strerror(-rc));
+		destroy ? "QP's destruction" : "deregistration", strerror(-rc));
 	assert_int_equal(fresh, 0);
 	assert_true(got < SHUT_LEN);
 	/* It ended, both ends: not a response left hanging for ever. */
 	assert_int_not_equal(rc, -ETIMEDOUT);
-	assert_true(qp_reaches_err(f->c[0].id->qp));
+	if (destroy)
+		assert_int_equal(ibv_dereg_mr(mr), 0);
+	else
+		assert_true(qp_reaches_err(f->c[0].id->qp));
 	free(big);
+}
+
+static void test_dereg_read_window_shut(void **state)
+{
+	read_window_shut(*state, false);
+}
+
+static void test_destroy_read_window_shut(void **state)
+{
+	read_window_shut(*state, true);
 }
 
 static void test_qp_read_granted(void **state)
@@ -1421,6 +1440,7 @@ int main(int argc, char **argv)
 		T(test_qp_write_revoked),
 		T(test_dereg_mid_segment),
 		T(test_dereg_read_window_shut),
+		T(test_destroy_read_window_shut),
 		T(test_qp_read_granted),
 		T(test_pair_no_remote_write),
 		T(test_pair_no_remote_read),
