@@ -1026,22 +1026,6 @@ static void test_dereg_mid_segment(void **state)
  * the stream ends (a TERMINATE or the connection). Issue 16's "read 244
  * MiB after ibv_dereg_mr returned". The same when the QP is destroyed.
  */
-/* @qp goes to ERROR within 5 s. */
-static bool qp_reaches_err(struct ibv_qp *qp)
-{
-	struct ibv_qp_init_attr ia;
-	struct ibv_qp_attr a;
-	int i;
-
-	for (i = 0; i < 500; i++) {
-		if (!ibv_query_qp(qp, &a, IBV_QP_STATE, &ia) &&
-		    a.qp_state == IBV_QPS_ERR)
-			return true;
-		usleep(10000);
-	}
-	return false;
-}
-
 #define SHUT_LEN (64u << 20)
 #define SHUT_OLD 0x5a
 #define SHUT_NEW 0xee
@@ -1110,7 +1094,9 @@ static void read_window_shut(struct fx *f, bool destroy)
 	if (destroy)
 		assert_int_equal(ibv_dereg_mr(mr), 0);
 	else
-		assert_true(qp_reaches_err(f->c[0].id->qp));
+		assert_int_equal(rt_wait_state(f->c[0].id->qp, IBV_QPS_ERR,
+					       5000),
+				 IBV_QPS_ERR);
 	free(big);
 }
 

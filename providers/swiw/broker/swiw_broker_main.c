@@ -245,16 +245,15 @@ static int parse_opts(struct brk_opts *o, int argc, char **argv)
 		{ "version", no_argument, NULL, O_VER },
 		{ NULL, 0, NULL, 0 },
 	};
+	/* Brokers started on demand take their idle time from here. */
+	const char *idle = secure_getenv("SWIW_BROKER_IDLE_MS");
 	unsigned int port = 0;
 	bool ok = true;
 	int c;
 
 	memset(o, 0, sizeof(*o));
 	o->idle_ms = DEFAULT_IDLE_MS;
-	/* Brokers started on demand take their idle time from here. */
-	if (secure_getenv("SWIW_BROKER_IDLE_MS") &&
-	    !parse_uint(secure_getenv("SWIW_BROKER_IDLE_MS"), 86400000,
-			&o->idle_ms))
+	if (idle && !parse_uint(idle, 86400000, &o->idle_ms))
 		fprintf(stderr,
 			"swiw-broker: SWIW_BROKER_IDLE_MS is not a number of ms, ignored\n");
 	o->request_ms = DEFAULT_REQUEST_MS;
