@@ -14,7 +14,11 @@
  * - transmit: DOORBELL runs swiw_lower_tx() in the caller's context; when
  *   it waits for room, write_space queues tx_work to go on;
  * - DETACH and release() give the socket its callbacks back, cancel the
- *   work items and run swiw_lower_fini(), whatever state the stream is in.
+ *   work items and run swiw_lower_fini(), whatever state the stream is in;
+ * - the process keeps its own descriptor of the socket: a disconnect
+ *   (connect(AF_UNSPEC)) or a reset gives the callbacks back at once
+ *   (error_report), before listen() could pass them to accepted children,
+ *   and the stream ends there. sk_user_data is NOCOPY besides.
  *
  * Every swiw_lower call is made by the stream's one owner (busy, under
  * own_lock): data_ready takes it if it is free, else leaves rx_again for
@@ -60,12 +64,14 @@ struct swiw_kstream {
 	bool in_rx; /* the socket lock is held: send must not take it */
 	bool closed; /* swiw_lower_rx_closed() was called */
 	bool tx_wait; /* swiw_lower_tx() waits for room (write_space) */
+	bool unhooked; /* the socket closed: its callbacks are given back */
 	struct socket *sock; /* its file is held (sockfd_lookup) */
 	struct sock *sk;
 	struct swiw_kqueue *rq, *tx, *rxev; /* held, users counted */
 	void (*saved_data_ready)(struct sock *sk);
 	void (*saved_write_space)(struct sock *sk);
 	void (*saved_state_change)(struct sock *sk);
+	void (*saved_error_report)(struct sock *sk);
 	struct work_struct rx_work;
 	struct work_struct tx_work;
 	struct kvec kvec[ARRAY_SIZE(((struct swiw_lower *)NULL)->biov)];
@@ -142,6 +148,9 @@ static long swiw_env_send(void *env, const struct swiw_iov *iov, u32 n, u32 len)
 	/* Called from receive, under the socket lock: rx_work sends next. */
 	if (s->in_rx)
 		return 0;
+	/* Closed and given back: the socket may be connected anew. */
+	if (READ_ONCE(s->unhooked))
+		return -EPIPE;
 	if (WARN_ON_ONCE(n > ARRAY_SIZE(s->kvec)))
 		return -EINVAL;
 	for (i = 0; i < n; i++) {
@@ -357,7 +366,12 @@ static bool swiw_stream_rx(struct swiw_kstream *s)
 	if (swiw_lower_rx_done(&s->lower) || swiw_lower_stalled(&s->lower))
 		goto tx;
 	lock_sock(sk);
-	if (swiw_stream_feed(s, &fed)) {
+	/* Given back, and the process uses the socket anew: not ours. */
+	if (READ_ONCE(s->unhooked) &&
+	    (sk->sk_state != TCP_CLOSE || inet_csk(sk)->icsk_ulp_ops)) {
+		err = ECONNRESET;
+		end = true;
+	} else if (swiw_stream_feed(s, &fed)) {
 		if (!skb_queue_empty(&sk->sk_receive_queue)) {
 			/*
 			 * The budget ran out; or TCP would not hand over
@@ -375,6 +389,11 @@ static bool swiw_stream_rx(struct swiw_kstream *s)
 		} else if (READ_ONCE(sk->sk_shutdown) & RCV_SHUTDOWN) {
 			end = true; /* FIN, every octet before it fed */
 		}
+	} else if (READ_ONCE(s->unhooked) && !swiw_lower_rx_done(&s->lower) &&
+		   !swiw_lower_stalled(&s->lower)) {
+		/* Disconnected: its error may have been read by the process. */
+		err = READ_ONCE(sk->sk_err) ?: ECONNRESET;
+		end = true;
 	}
 	release_sock(sk);
 	if (end && !s->closed) {
@@ -402,6 +421,18 @@ static void swiw_rx_work(struct work_struct *w)
 
 /* --- socket callbacks (softirq or process context) -------------------- */
 
+/* Under sk_callback_lock (write): the socket's own callbacks again. */
+static void swiw_stream_unhook(struct swiw_kstream *s)
+{
+	struct sock *sk = s->sk;
+
+	sk->sk_data_ready = s->saved_data_ready;
+	sk->sk_write_space = s->saved_write_space;
+	sk->sk_state_change = s->saved_state_change;
+	sk->sk_error_report = s->saved_error_report;
+	rcu_assign_sk_user_data(sk, NULL);
+}
+
 /*
  * data_ready, owning the stream, the socket locked by TCP (softirq, or
  * the owner's release_sock): feeds what TCP queued where it lies. Ends
@@ -428,7 +459,7 @@ static void swiw_sk_data_ready(struct sock *sk)
 	bool mine = false;
 
 	read_lock_bh(&sk->sk_callback_lock);
-	s = sk->sk_user_data;
+	s = __locked_read_sk_user_data_with_flags(sk, SK_USER_DATA_NOCOPY);
 	if (s) {
 		spin_lock(&s->own_lock);
 		if (s->busy)
@@ -447,7 +478,7 @@ static void swiw_sk_write_space(struct sock *sk)
 	struct swiw_kstream *s;
 
 	read_lock_bh(&sk->sk_callback_lock);
-	s = sk->sk_user_data;
+	s = __locked_read_sk_user_data_with_flags(sk, SK_USER_DATA_NOCOPY);
 	if (s && sk_stream_is_writeable(sk)) {
 		if (sk->sk_socket)
 			clear_bit(SOCK_NOSPACE, &sk->sk_socket->flags);
@@ -463,13 +494,43 @@ static void swiw_sk_state_change(struct sock *sk)
 	struct swiw_kstream *s;
 
 	read_lock_bh(&sk->sk_callback_lock);
-	s = sk->sk_user_data;
+	s = __locked_read_sk_user_data_with_flags(sk, SK_USER_DATA_NOCOPY);
 	if (s) {
 		queue_work(swiw_wq, &s->rx_work);
 		if (READ_ONCE(s->tx_wait))
 			queue_work(swiw_wq, &s->tx_work);
 	}
 	read_unlock_bh(&sk->sk_callback_lock);
+}
+
+/*
+ * A reset, or the process's connect(AF_UNSPEC) (tcp_disconnect ends with
+ * this call, the socket owned): once the socket is closed our callbacks
+ * go back, so that a listen() on it can pass none of ours (nor the
+ * stream) to the sockets it accepts, even after the module is gone.
+ * rx_work then ends the stream after what TCP still holds.
+ */
+static void swiw_sk_error_report(struct sock *sk)
+{
+	void (*report)(struct sock *);
+	struct swiw_kstream *s;
+
+	write_lock_bh(&sk->sk_callback_lock);
+	report = sk->sk_error_report;
+	s = __locked_read_sk_user_data_with_flags(sk, SK_USER_DATA_NOCOPY);
+	if (s) {
+		report = s->saved_error_report;
+		if (sk->sk_state == TCP_CLOSE) {
+			WRITE_ONCE(s->unhooked, true);
+			swiw_stream_unhook(s);
+		}
+		queue_work(swiw_wq, &s->rx_work);
+		if (READ_ONCE(s->tx_wait))
+			queue_work(swiw_wq, &s->tx_work);
+	}
+	write_unlock_bh(&sk->sk_callback_lock);
+	if (report != swiw_sk_error_report)
+		report(sk);
 }
 
 /* --- attach, detach -------------------------------------------------- */
@@ -550,31 +611,45 @@ static void swiw_stream_drop_rings(struct swiw_kstream *s)
 	s->rq = s->tx = s->rxev = NULL;
 }
 
-/* Installs our callbacks: -EBUSY if the socket already has a user. */
+/*
+ * Installs our callbacks: -EBUSY if the socket already has a user,
+ * -ENOTCONN if it is closed or listening. Under the socket lock, as
+ * disconnect and listen are: a socket hooked here can only be made to
+ * listen after a disconnect, which unhooks it (error_report).
+ */
 static int swiw_stream_hook(struct swiw_kstream *s)
 {
 	struct sock *sk = s->sk;
 	int ret = 0;
 
+	lock_sock(sk);
 	write_lock_bh(&sk->sk_callback_lock);
 	if (sk->sk_user_data) {
 		ret = -EBUSY;
+	} else if (!((1 << sk->sk_state) &
+		     (TCPF_ESTABLISHED | TCPF_CLOSE_WAIT))) {
+		ret = -ENOTCONN;
 	} else {
 		s->saved_data_ready = sk->sk_data_ready;
 		s->saved_write_space = sk->sk_write_space;
 		s->saved_state_change = sk->sk_state_change;
-		sk->sk_user_data = s;
+		s->saved_error_report = sk->sk_error_report;
+		__rcu_assign_sk_user_data_with_flags(sk, s,
+						     SK_USER_DATA_NOCOPY);
 		sk->sk_data_ready = swiw_sk_data_ready;
 		sk->sk_write_space = swiw_sk_write_space;
 		sk->sk_state_change = swiw_sk_state_change;
+		sk->sk_error_report = swiw_sk_error_report;
 	}
 	write_unlock_bh(&sk->sk_callback_lock);
+	release_sock(sk);
 	return ret;
 }
 
 /*
  * Stops a stream that is no longer in the table: the callbacks go back
- * (none of ours runs once the write lock is dropped), the work items are
+ * if they are still ours (none of ours runs once the write lock is
+ * dropped), the work items are
  * cancelled (dead makes a run that already started a no-op), the lower
  * half drops its regions and reports an RQE it held, and the socket and
  * rings are let go. Safe in any state, from DETACH or release().
@@ -583,11 +658,11 @@ static void swiw_stream_teardown(struct swiw_kstream *s)
 {
 	struct sock *sk = s->sk;
 
+	/* Not if a close gave them back already: the socket may be
+	 * another user's now. */
 	write_lock_bh(&sk->sk_callback_lock);
-	sk->sk_data_ready = s->saved_data_ready;
-	sk->sk_write_space = s->saved_write_space;
-	sk->sk_state_change = s->saved_state_change;
-	sk->sk_user_data = NULL;
+	if (__locked_read_sk_user_data_with_flags(sk, SK_USER_DATA_NOCOPY) == s)
+		swiw_stream_unhook(s);
 	write_unlock_bh(&sk->sk_callback_lock);
 
 	swiw_stream_claim(s);

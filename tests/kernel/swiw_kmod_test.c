@@ -760,6 +760,137 @@ static void test_attach(int fd)
 	close(pfd[1]);
 }
 
+struct late {
+	int fd;
+	char c;
+};
+
+static void *late_write(void *arg)
+{
+	struct late *l = arg;
+
+	usleep(100000);
+	return (void *)(long)(write(l->fd, &l->c, 1) == 1);
+}
+
+/*
+ * @c is written to @w 0.1 s after a poll of @r has gone to sleep (on
+ * loopback, data written first is queued before the poll looks, and no
+ * wake-up would be needed): @r's data_ready must wake it, and @c is read.
+ */
+static bool passes(int w, int r, char c)
+{
+	struct pollfd p = { .fd = r, .events = POLLIN };
+	struct late l = { .fd = w, .c = c };
+	void *wrote = NULL;
+	pthread_t t;
+	bool ok;
+	char got = 0;
+
+	if (pthread_create(&t, NULL, late_write, &l))
+		return false;
+	ok = poll(&p, 1, 2000) == 1 && (p.revents & POLLIN) &&
+	     read(r, &got, 1) == 1 && got == c;
+	pthread_join(t, &wrote);
+	return ok && wrote;
+}
+
+/* A new connection to the listening @lsn: *c connected, *d accepted. */
+static int join(int lsn, int *c, int *d)
+{
+	struct sockaddr_in sin;
+	socklen_t sl = sizeof(sin);
+
+	*d = -1;
+	*c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (*c < 0 || getsockname(lsn, (struct sockaddr *)&sin, &sl) ||
+	    connect(*c, (struct sockaddr *)&sin, sizeof(sin)))
+		return -1;
+	*d = accept4(lsn, NULL, NULL, SOCK_CLOEXEC);
+	return *d < 0 ? -1 : 0;
+}
+
+/*
+ * The process keeps its own descriptor of an attached socket: after a
+ * disconnect (connect(AF_UNSPEC)), with the peer's reset first when
+ * @reset, it may listen on it. The disconnect ends the stream, and the
+ * sockets that listen accepts must have TCP's own callbacks and no
+ * pointer to the stream: with swiw's, they would call into the stream
+ * after DETACH frees it, and into the module after it is unloaded
+ * (after_unload; the kernel panicked there before the callbacks were
+ * given back at the disconnect). Returns the listening socket, detached,
+ * with a joined pair in *@c, *@d when @keep.
+ */
+static int listen_after_attach(int fd, bool reset, bool keep, int *c, int *d)
+{
+	struct sockaddr sa_unspec = { .sa_family = AF_UNSPEC };
+	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+	const char *how = reset ? "reset, " : "";
+	int a = -1, b = -1, lsn = -1;
+	struct rings r, r2;
+	uint32_t sa = 0;
+
+	*c = *d = -1;
+	make_rings(fd, &r);
+	CHECK(!tcp_pair(&a, &b, &lsn), "TCP pair over loopback");
+	CHECK(!attach(fd, &r, a, NULL, &sa) && sa, "attach, stream %u", sa);
+	if (reset) {
+		setsockopt(b, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+		close(b);
+		b = -1;
+		usleep(100000);
+	}
+	CHECK(!connect(a, &sa_unspec, sizeof(sa_unspec)),
+	      "%sdisconnect the attached socket", how);
+	{
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+
+		CHECK(poll(&p, 1, 5000) == 1 && (p.revents & POLLIN),
+		      "%sthe disconnect ends the stream (an event)", how);
+	}
+	CHECK(!listen(a, 4), "%slisten on it", how);
+	make_rings(fd, &r2);
+	EXPECT_ERR(attach(fd, &r2, a, NULL, NULL), ENOTCONN);
+	CHECK(!join(a, c, d), "%sa connection to it, accepted", how);
+	CHECK(passes(*c, *d, 'x'), "%sthe accepted socket wakes its reader",
+	      how);
+	CHECK(!stream_cmd(fd, SWIW_IOC_DETACH, sa), "%sdetach", how);
+	CHECK(passes(*c, *d, 'y'), "%sand after the detach", how);
+	if (!keep) {
+		close(*c);
+		close(*d);
+		close(a);
+		a = -1;
+	}
+	if (b >= 0)
+		close(b);
+	close(lsn);
+	return a;
+}
+
+/*
+ * --after-unload: listen_after_attach, /dev/swiw closed, "ready" said;
+ * once a line comes on stdin (the module unloaded meanwhile), the
+ * accepted socket and a new one take data: no swiw code is called.
+ */
+static int after_unload(void)
+{
+	int fd = open_dev(), lsn, c, d, e, g;
+	char line[16];
+
+	lsn = listen_after_attach(fd, false, true, &c, &d);
+	close(fd);
+	printf("ready\n");
+	if (!fgets(line, sizeof(line), stdin))
+		return 2;
+	CHECK(passes(c, d, 'z'),
+	      "after the unload, the accepted socket takes data");
+	CHECK(!join(lsn, &e, &g) && passes(e, g, 'w'),
+	      "and a socket accepted after the unload");
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed ? 1 : 0;
+}
+
 /* A ring freed while mapped: the mapping stays good until munmap. */
 static void test_queue_free_mapped(int fd)
 {
@@ -926,6 +1057,7 @@ static void test_stream_fuzz(void)
 		uint32_t stag = 0, stream = 0;
 		uint8_t junk[2048];
 		int fd = open_dev(), a, b, lsn, step, one = 1;
+		int kid[2] = { -1, -1 };
 		static const uint32_t accs[] = {
 			0,
 			ACC_LOCAL_WRITE,
@@ -968,7 +1100,7 @@ static void test_stream_fuzz(void)
 			stream = at.stream_id;
 		}
 		for (step = 0; step < 60; step++) {
-			switch (random() % 9) {
+			switch (random() % 10) {
 			case 0: /* random octets from the peer */
 				rand_bytes(junk, sizeof(junk));
 				send(b, junk, 1 + random() % sizeof(junk),
@@ -1069,6 +1201,20 @@ static void test_stream_fuzz(void)
 			case 7: /* read what the helper sent */
 				recv(b, junk, sizeof(junk), MSG_DONTWAIT);
 				break;
+			case 8: { /* the process's own descriptor: disconnect,
+				   * listen, accept; the children outlive all */
+				struct sockaddr un = { .sa_family = AF_UNSPEC };
+
+				connect(a, &un, sizeof(un));
+				if (random() % 2 || listen(a, 2))
+					break;
+				close(kid[0]);
+				close(kid[1]);
+				if (!join(a, &kid[0], &kid[1]))
+					send(kid[0], junk, 1 + random() % 64,
+					     MSG_DONTWAIT | MSG_NOSIGNAL);
+				break;
+			}
 			default:
 				readable(fd);
 				usleep(random() % 2000);
@@ -1099,6 +1245,11 @@ static void test_stream_fuzz(void)
 		close(a);
 		close(fd);
 		close(b); /* EBADF when closed above: harmless */
+		/* Data on a child of a socket that was attached. */
+		if (kid[0] >= 0)
+			send(kid[0], junk, 64, MSG_DONTWAIT | MSG_NOSIGNAL);
+		close(kid[0]);
+		close(kid[1]);
 	}
 	CHECK(!odd, "%d fuzz attaches failed", odd);
 	CHECK(vm_pin_kb() == base, "VmPin %ld back to %ld after the fuzz",
@@ -1285,7 +1436,7 @@ int main(int argc, char **argv)
 	int fd;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (argc > 1)
+	if (argc > 1 && strcmp(argv[1], "--after-unload"))
 		dev_path = argv[1];
 	page = sysconf(_SC_PAGESIZE);
 	if (access(dev_path, F_OK)) {
@@ -1293,12 +1444,19 @@ int main(int argc, char **argv)
 		       dev_path);
 		return 77;
 	}
+	if (argc > 1 && !strcmp(argv[1], "--after-unload"))
+		return after_unload();
 	fd = open_dev();
 	test_version(fd);
 	test_reg_mr(fd);
 	test_queue(fd);
 	test_attach(fd);
 	test_queue_free_mapped(fd);
+	for (int i = 0; i < 2; i++) {
+		int c, d;
+
+		listen_after_attach(fd, i, false, &c, &d);
+	}
 	CHECK(!readable(fd), "a file without streams is not readable");
 	close(fd);
 	test_release();

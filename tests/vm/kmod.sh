@@ -4,8 +4,10 @@
 # added with run.sh --module) loads, its ioctl, mmap, poll and stream fuzz
 # test passes as root and as an unprivileged user (RLIMIT_MEMLOCK applies
 # then), the provider still opens its device beside it, the module's
-# reference count is back where it started, it unloads, and the kernel
-# logs no BUG, WARNING or Oops.
+# reference count is back where it started, it unloads, sockets that
+# were attached and then made to listen keep working after the unload
+# (none of swiw's callbacks is left on them or their children), and the
+# kernel logs no BUG, WARNING or Oops.
 . "$(dirname "$0")/guest_lib.sh"
 
 need_swiw
@@ -39,6 +41,31 @@ t_provider() {
 	note "$(grep -m1 fw_ver <<<"$out" | tr -s '\t ' ' ')"
 }
 
+# A socket attached, disconnected by the process and made to listen; the
+# module unloads while it and a child it accepted live on; both then take
+# data. A callback of swiw's left on them would call unloaded code.
+t_after_unload() {
+	local dir pid line=
+
+	lab_swiw_load
+	dir=$(mktemp -d)
+	mkfifo "$dir/in"
+	"$TEST" --after-unload <"$dir/in" >"$dir/out" 2>&1 &
+	pid=$!
+	exec 3>"$dir/in"
+	poll 20 grep -q '^ready' "$dir/out" || {
+		cat "$dir/out"
+		fail "no ready from swiw_kmod_test --after-unload"
+	}
+	lab_swiw_unload
+	echo go >&3
+	exec 3>&-
+	wait "$pid" || {
+		cat "$dir/out"
+		fail "sockets after the unload"
+	}
+	note "$(tail -n1 "$dir/out")"
+}
 
 note "guest $(uname -r), swiw.ko from the lab's module tree"
 lab_test kmod.load t_load
@@ -46,5 +73,6 @@ lab_test kmod.ioctl.root t_root
 lab_test kmod.ioctl.nobody t_nobody
 lab_test kmod.provider t_provider
 lab_test kmod.unload lab_swiw_unload
+lab_test kmod.children_after_unload t_after_unload
 lab_test dmesg lab_dmesg_clean
 lab_summary
