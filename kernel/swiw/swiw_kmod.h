@@ -31,6 +31,25 @@
 #endif
 
 /*
+ * The kernel memory one user's files hold (rings, streams, the regions'
+ * page tables): every open file of the user points at it, and every
+ * charge holds a reference, since a region's last put may come after its
+ * file is gone. Capped by max_user_mb.
+ */
+struct swiw_kuser {
+	struct hlist_node node; /* swiw_users, under swiw_users_lock */
+	kuid_t uid;
+	refcount_t ref;
+	atomic_long_t bytes;
+};
+
+struct swiw_kuser *swiw_user_get(kuid_t uid);
+void swiw_user_put(struct swiw_kuser *u);
+/* 0, or -ENOMEM when @bytes more would pass the user's cap. */
+int swiw_user_charge(struct swiw_kuser *u, size_t bytes);
+void swiw_user_uncharge(struct swiw_kuser *u, size_t bytes);
+
+/*
  * A registered region: its pinned pages, and the mm they were charged to.
  * The file's table holds one reference and every stream that uses it
  * (mr_get) one more: pages stay pinned and charged until the last goes.
@@ -48,6 +67,7 @@ struct swiw_kmr {
 	bool writable;
 	struct mm_struct *mm; /* mmgrab'd: pinned_vm is returned to it */
 	struct page **pages;
+	struct swiw_kuser *user; /* charged the page table and this */
 	struct work_struct free_work; /* a last put in softirq frees here */
 };
 
@@ -64,7 +84,8 @@ struct swiw_kqueue {
 	u32 num;
 	u32 stride;
 	size_t size; /* octets the provider maps (page multiple) */
-	void *mem; /* vmalloc_user: zeroed, mappable */
+	void *mem; /* pages vmap'd for user mapping: zeroed */
+	struct page **pages; /* charged to the memcg and the user */
 	u32 users; /* attached streams, under file->lock */
 	/* SWIW_QUEUE_RQ: the consumer side every stream on it shares
 	 * (taken in softirq too: a spinlock, BH off). */
@@ -80,6 +101,7 @@ struct swiw_kfile {
 	u32 next_stream; /* xa_alloc_cyclic's cursor, under lock */
 	struct mutex lock; /* queue users, queue and stream tables */
 	atomic_long_t queue_bytes;
+	struct swiw_kuser *user; /* the opener's: what the file holds */
 	wait_queue_head_t wq; /* poll(): events posted */
 };
 
@@ -97,6 +119,7 @@ struct swiw_kfile {
 #define SWIW_MAX_STREAMS 16384
 
 extern unsigned int swiw_max_queue_mb;
+extern unsigned int swiw_max_user_mb;
 extern struct workqueue_struct *swiw_wq;
 
 int swiw_mr_reg(struct swiw_kfile *f, void __user *arg);

@@ -15,6 +15,8 @@
 #include <linux/miscdevice.h>
 #include <linux/fs.h>
 #include <linux/mm.h>
+#include <linux/cred.h>
+#include <linux/hashtable.h>
 #include <linux/poll.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
@@ -29,6 +31,69 @@ MODULE_PARM_DESC(
 	max_queue_mb,
 	"Ring memory one open file may allocate, in MiB (default 1024)");
 
+/* /dev/swiw is 0666: without a cap per user, files are unlimited. */
+unsigned int swiw_max_user_mb = 1024;
+module_param_named(max_user_mb, swiw_max_user_mb, uint, 0644);
+MODULE_PARM_DESC(
+	max_user_mb,
+	"Kernel memory (rings, streams, region tables) the open files of one user may hold, in MiB (default 1024)");
+
+static DEFINE_HASHTABLE(swiw_users, 6);
+static DEFINE_SPINLOCK(swiw_users_lock);
+
+struct swiw_kuser *swiw_user_get(kuid_t uid)
+{
+	struct swiw_kuser *u, *fresh;
+
+	fresh = kzalloc(sizeof(*fresh), GFP_KERNEL_ACCOUNT);
+	spin_lock_bh(&swiw_users_lock);
+	hash_for_each_possible(swiw_users, u, node, __kuid_val(uid))
+	{
+		/* One on its way out (no reference left) is passed over. */
+		if (uid_eq(u->uid, uid) && refcount_inc_not_zero(&u->ref)) {
+			spin_unlock_bh(&swiw_users_lock);
+			kfree(fresh);
+			return u;
+		}
+	}
+	if (fresh) {
+		fresh->uid = uid;
+		refcount_set(&fresh->ref, 1);
+		hash_add(swiw_users, &fresh->node, __kuid_val(uid));
+	}
+	spin_unlock_bh(&swiw_users_lock);
+	return fresh;
+}
+
+void swiw_user_put(struct swiw_kuser *u)
+{
+	if (!refcount_dec_and_test(&u->ref))
+		return;
+	spin_lock_bh(&swiw_users_lock);
+	hash_del(&u->node);
+	spin_unlock_bh(&swiw_users_lock);
+	WARN_ON_ONCE(atomic_long_read(&u->bytes));
+	kfree(u);
+}
+
+int swiw_user_charge(struct swiw_kuser *u, size_t bytes)
+{
+	long max = (long)READ_ONCE(swiw_max_user_mb) << 20;
+
+	if (atomic_long_add_return(bytes, &u->bytes) > max) {
+		atomic_long_sub(bytes, &u->bytes);
+		return -ENOMEM;
+	}
+	refcount_inc(&u->ref);
+	return 0;
+}
+
+void swiw_user_uncharge(struct swiw_kuser *u, size_t bytes)
+{
+	atomic_long_sub(bytes, &u->bytes);
+	swiw_user_put(u);
+}
+
 /* Streams' receive and transmit work (swiw_stream.c). */
 struct workqueue_struct *swiw_wq;
 
@@ -36,9 +101,14 @@ static int swiw_open(struct inode *inode, struct file *file)
 {
 	struct swiw_kfile *f;
 
-	f = kzalloc(sizeof(*f), GFP_KERNEL);
+	f = kzalloc(sizeof(*f), GFP_KERNEL_ACCOUNT);
 	if (!f)
 		return -ENOMEM;
+	f->user = swiw_user_get(current_uid());
+	if (!f->user) {
+		kfree(f);
+		return -ENOMEM;
+	}
 	xa_init_flags(&f->mrs, XA_FLAGS_ALLOC1 | XA_FLAGS_LOCK_BH);
 	xa_init_flags(&f->queues, XA_FLAGS_ALLOC1);
 	xa_init_flags(&f->streams, XA_FLAGS_ALLOC1);
@@ -61,6 +131,7 @@ static int swiw_release(struct inode *inode, struct file *file)
 	swiw_stream_release_all(f);
 	swiw_mr_release_all(f);
 	swiw_queue_release_all(f);
+	swiw_user_put(f->user);
 	mutex_destroy(&f->lock);
 	kfree(f);
 	return 0;

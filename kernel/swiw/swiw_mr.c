@@ -35,13 +35,20 @@ static void swiw_mr_unpin(struct swiw_kmr *mr, unsigned long npinned)
 		unpin_user_pages(mr->pages, npinned);
 }
 
-/* Unpins, returns the charge to the mm it was taken from, frees. */
+/* What a region's bookkeeping holds its user to. */
+static size_t swiw_mr_bytes(const struct swiw_kmr *mr)
+{
+	return sizeof(*mr) + mr->npages * sizeof(*mr->pages);
+}
+
+/* Unpins, returns the charges to the mm and the user, frees. */
 static void swiw_mr_free(struct swiw_kmr *mr)
 {
 	swiw_mr_unpin(mr, mr->npages);
 	atomic64_sub(mr->npages, &mr->mm->pinned_vm);
 	mmdrop(mr->mm);
 	kvfree(mr->pages);
+	swiw_user_uncharge(mr->user, swiw_mr_bytes(mr));
 	kfree(mr);
 }
 
@@ -153,7 +160,7 @@ int swiw_mr_reg(struct swiw_kfile *f, void __user *arg)
 	if (end > TASK_SIZE || !current->mm)
 		return -EFAULT;
 
-	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL_ACCOUNT);
 	if (!mr)
 		return -ENOMEM;
 	refcount_set(&mr->ref, 1);
@@ -163,19 +170,27 @@ int swiw_mr_reg(struct swiw_kfile *f, void __user *arg)
 	mr->length = req.length;
 	mr->writable = req.access & SWIW_ACCESS_NEEDS_WRITE;
 	mr->npages = (PAGE_ALIGN(end) - (req.addr & PAGE_MASK)) >> PAGE_SHIFT;
-	mr->pages = kvmalloc_array(mr->npages, sizeof(*mr->pages), GFP_KERNEL);
-	if (!mr->pages) {
-		ret = -ENOMEM;
-		goto err_free;
-	}
 	mr->mm = current->mm;
 	mmgrab(mr->mm);
+	/* The limits first: nothing of the region's size is allocated
+	 * for a caller who may not pin it. */
 	ret = swiw_mr_charge(mr->mm, mr->npages);
 	if (ret)
 		goto err_mm;
-	ret = swiw_mr_pin(mr);
+	ret = swiw_user_charge(f->user, swiw_mr_bytes(mr));
 	if (ret)
 		goto err_charge;
+	mr->user = f->user;
+	/* No warning for a size kvmalloc refuses (> INT_MAX): ENOMEM. */
+	mr->pages = kvmalloc_array(mr->npages, sizeof(*mr->pages),
+				   GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
+	if (!mr->pages) {
+		ret = -ENOMEM;
+		goto err_user;
+	}
+	ret = swiw_mr_pin(mr); /* all or none */
+	if (ret)
+		goto err_pages;
 	if (!mr->writable) {
 		ret = swiw_mr_unshare_zero(mr);
 		if (ret)
@@ -209,12 +224,14 @@ int swiw_mr_reg(struct swiw_kfile *f, void __user *arg)
 
 err_pin:
 	swiw_mr_unpin(mr, mr->npages);
+err_pages:
+	kvfree(mr->pages);
+err_user:
+	swiw_user_uncharge(f->user, swiw_mr_bytes(mr));
 err_charge:
 	atomic64_sub(mr->npages, &mr->mm->pinned_vm);
 err_mm:
 	mmdrop(mr->mm);
-	kvfree(mr->pages);
-err_free:
 	kfree(mr);
 	return ret;
 }

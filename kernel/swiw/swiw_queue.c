@@ -5,6 +5,11 @@
  * shared, never executable. SWIW_IOC_QUEUE_FREE (or release()) drops the
  * file's reference; every mapping and every attached stream holds one
  * more, so the memory outlives neither them nor the last of them.
+ *
+ * A ring's pages are charged to the caller's memory cgroup and, with the
+ * rest of what its files hold, to its user (max_user_mb); vmap'd with
+ * VM_USERMAP, as vmalloc_user's are, so that remap_vmalloc_range maps
+ * them.
  */
 #include <linux/mm.h>
 #include <linux/slab.h>
@@ -33,6 +38,39 @@ static u32 swiw_queue_min_stride(u32 kind)
 	}
 }
 
+static void swiw_queue_mem_free(struct swiw_kqueue *q)
+{
+	unsigned long i, n = q->size >> PAGE_SHIFT;
+
+	if (q->mem)
+		vunmap(q->mem);
+	for (i = 0; q->pages && i < n && q->pages[i]; i++)
+		__free_page(q->pages[i]);
+	kvfree(q->pages);
+}
+
+static int swiw_queue_mem_alloc(struct swiw_kqueue *q)
+{
+	unsigned long i, n = q->size >> PAGE_SHIFT;
+
+	q->pages = kvcalloc(n, sizeof(*q->pages), GFP_KERNEL_ACCOUNT);
+	if (!q->pages)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		q->pages[i] = alloc_page(GFP_KERNEL_ACCOUNT | __GFP_ZERO);
+		if (!q->pages[i])
+			return -ENOMEM;
+	}
+	q->mem = vmap(q->pages, n, VM_MAP | VM_USERMAP, PAGE_KERNEL);
+	return q->mem ? 0 : -ENOMEM;
+}
+
+/* The octets a ring holds the user to: its pages and their table. */
+static size_t swiw_queue_charge(const struct swiw_kqueue *q)
+{
+	return q->size + (q->size >> PAGE_SHIFT) * sizeof(struct page *);
+}
+
 int swiw_queue_alloc(struct swiw_kfile *f, void __user *arg)
 {
 	struct swiw_ioc_queue req;
@@ -56,7 +94,7 @@ int swiw_queue_alloc(struct swiw_kfile *f, void __user *arg)
 	if (size > SWIW_KQ_MAX_BYTES)
 		return -EINVAL;
 
-	q = kzalloc(sizeof(*q), GFP_KERNEL);
+	q = kzalloc(sizeof(*q), GFP_KERNEL_ACCOUNT);
 	if (!q)
 		return -ENOMEM;
 	refcount_set(&q->ref, 1);
@@ -73,11 +111,12 @@ int swiw_queue_alloc(struct swiw_kfile *f, void __user *arg)
 		ret = -ENOMEM;
 		goto err_budget;
 	}
-	q->mem = vmalloc_user(size);
-	if (!q->mem) {
-		ret = -ENOMEM;
+	ret = swiw_user_charge(f->user, swiw_queue_charge(q));
+	if (ret)
 		goto err_budget;
-	}
+	ret = swiw_queue_mem_alloc(q);
+	if (ret)
+		goto err_mem;
 	if (q->kind == SWIW_QUEUE_RQ) {
 		q->rq.ring.base = q->mem;
 		q->rq.ring.num = q->num;
@@ -104,7 +143,9 @@ int swiw_queue_alloc(struct swiw_kfile *f, void __user *arg)
 
 err_vfree:
 	mutex_unlock(&f->lock);
-	vfree(q->mem);
+err_mem:
+	swiw_queue_mem_free(q);
+	swiw_user_uncharge(f->user, swiw_queue_charge(q));
 err_budget:
 	atomic_long_sub(size, &f->queue_bytes);
 	kfree(q);
@@ -130,7 +171,8 @@ void swiw_queue_put(struct swiw_kqueue *q)
 	if (!refcount_dec_and_test(&q->ref))
 		return;
 	atomic_long_sub(q->size, &q->file->queue_bytes);
-	vfree(q->mem);
+	swiw_queue_mem_free(q);
+	swiw_user_uncharge(q->file->user, swiw_queue_charge(q));
 	kfree(q);
 }
 

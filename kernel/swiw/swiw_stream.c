@@ -65,6 +65,7 @@ struct swiw_kstream {
 	bool closed; /* swiw_lower_rx_closed() was called */
 	bool tx_wait; /* swiw_lower_tx() waits for room (write_space) */
 	bool unhooked; /* the socket closed: its callbacks are given back */
+	bool charged; /* to the file's user (swiw_user_charge) */
 	struct socket *sock; /* its file is held (sockfd_lookup) */
 	struct sock *sk;
 	struct swiw_kqueue *rq, *tx, *rxev; /* held, users counted */
@@ -539,6 +540,8 @@ static void swiw_stream_put(struct swiw_kstream *s)
 {
 	if (refcount_dec_and_test(&s->ref)) {
 		mutex_destroy(&s->mutex);
+		if (s->charged)
+			swiw_user_uncharge(s->file->user, sizeof(*s));
 		kvfree(s);
 	}
 }
@@ -698,9 +701,15 @@ int swiw_stream_attach(struct swiw_kfile *f, void __user *arg)
 		return -EINVAL;
 
 	/* Large, and as many as the caller has sockets: charge its memcg. */
+	ret = swiw_user_charge(f->user, sizeof(*s));
+	if (ret)
+		return ret;
 	s = kvzalloc(sizeof(*s), GFP_KERNEL_ACCOUNT);
-	if (!s)
+	if (!s) {
+		swiw_user_uncharge(f->user, sizeof(*s));
 		return -ENOMEM;
+	}
+	s->charged = true;
 	refcount_set(&s->ref, 1);
 	s->file = f;
 	s->pd = req.pd;

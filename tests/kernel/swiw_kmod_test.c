@@ -162,6 +162,11 @@ static void test_reg_mr(int fd)
 	EXPECT_ERR(reg_mr(fd, buf, 0, 0, NULL), EINVAL);
 	EXPECT_ERR(reg_mr(fd, (void *)-page, 2 * page, 0, NULL), EINVAL);
 	EXPECT_ERR(reg_mr(fd, buf, (1ULL << 40) + 1, 0, NULL), EINVAL);
+	/* The largest length: its page table (2 GiB) passes every cap
+	 * (the user's, and RLIMIT_MEMLOCK first for the unprivileged) and
+	 * is refused without a kernel warning (vm.kmod's dmesg step). */
+	EXPECT_ERR(reg_mr(fd, buf, 1ULL << 40, 0, NULL), ENOMEM);
+	EXPECT_ERR(reg_mr(fd, buf, (1ULL << 40) - (1 << 20), 0, NULL), ENOMEM);
 	EXPECT_ERR(reg_mr(fd, buf, page, 1 << 15, NULL), EINVAL);
 	EXPECT_ERR(reg_mr(fd, buf, page, ACC_REMOTE_WRITE, NULL), EINVAL);
 	EXPECT_ERR(reg_mr(fd, buf, page, ACC_REMOTE_ATOMIC, NULL), EINVAL);
@@ -498,6 +503,66 @@ static void test_queue_budget(void)
 	close(fd);
 	f = fopen(param, "we");
 	CHECK(f && fputs(old, f) >= 0 && !fclose(f), "restore max_queue_mb");
+}
+
+/*
+ * max_user_mb caps what all the files of one user hold (root's too),
+ * whatever the per-file budget: /dev/swiw is 0666 and files are many.
+ */
+static void test_user_cap(void)
+{
+	const char *param = "/sys/module/swiw/parameters/max_user_mb";
+	char old[32] = "";
+	FILE *f = fopen(param, "re");
+	int fd1, fd2, st = -1;
+	pid_t pid;
+
+	if (f) {
+		if (!fgets(old, sizeof(old), f))
+			old[0] = 0;
+		fclose(f);
+	}
+	if (geteuid()) {
+		printf("note: not root: max_user_mb %s, not changed\n",
+		       old[0] ? "present" : "missing");
+		CHECK(old[0], "the module has max_user_mb");
+		return;
+	}
+	f = fopen(param, "we");
+	CHECK(f && old[0] && fputs("2\n", f) >= 0 && !fclose(f),
+	      "max_user_mb set to 2");
+	if (!old[0])
+		return;
+	fd1 = open_dev();
+	fd2 = open_dev();
+	CHECK(!queue(fd1, SWIW_QUEUE_RQ, 1U << 16, 16, NULL),
+	      "1 MiB in one file");
+	EXPECT_ERR(queue(fd2, SWIW_QUEUE_RQ, 1U << 16, 16, NULL), ENOMEM);
+	CHECK(!queue(fd2, SWIW_QUEUE_RQ, 1U << 14, 16, NULL),
+	      "256 KiB in another file of the same user");
+	/* Region tables count: 1 GiB of pages is a 2 MiB table. */
+	EXPECT_ERR(reg_mr(fd2, (void *)(1UL << 30), 1UL << 30, 0, NULL),
+		   ENOMEM);
+	/* Another user has a cap of its own. */
+	pid = fork();
+	if (pid == 0) {
+		int fd;
+
+		if (setresgid(65534, 65534, 65534) ||
+		    setresuid(65534, 65534, 65534))
+			_exit(2);
+		fd = open_dev();
+		_exit(queue(fd, SWIW_QUEUE_RQ, 1U << 16, 16, NULL) ? 1 : 0);
+	}
+	CHECK(pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
+		      WEXITSTATUS(st) == 0,
+	      "nobody's 1 MiB fits beside root's (status %d)", st);
+	close(fd1);
+	CHECK(!queue(fd2, SWIW_QUEUE_RQ, 1U << 16, 16, NULL),
+	      "1 MiB fits once the first file is closed");
+	close(fd2);
+	f = fopen(param, "we");
+	CHECK(f && fputs(old, f) >= 0 && !fclose(f), "restore max_user_mb");
 }
 
 struct rings {
@@ -887,6 +952,46 @@ static int after_unload(void)
 	      "after the unload, the accepted socket takes data");
 	CHECK(!join(lsn, &e, &g) && passes(e, g, 'w'),
 	      "and a socket accepted after the unload");
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed ? 1 : 0;
+}
+
+static long cg_current(const char *cg)
+{
+	char path[512];
+	long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/memory.current", cg);
+	f = fopen(path, "re");
+	if (f) {
+		if (fscanf(f, "%ld", &v) != 1)
+			v = -1;
+		fclose(f);
+	}
+	return v;
+}
+
+/*
+ * --memcg CGROUP (run inside that cgroup v2 group by vm.kmod): the pages
+ * of 16 MiB of rings are charged to it, and uncharged when they go.
+ */
+static int memcg(const char *cg)
+{
+	long before = cg_current(cg), during, after;
+	int fd = open_dev();
+
+	for (int i = 0; i < 8; i++)
+		CHECK(!queue(fd, SWIW_QUEUE_RQ, 1U << 17, 16, NULL),
+		      "2 MiB ring %d", i);
+	during = cg_current(cg);
+	close(fd);
+	after = cg_current(cg);
+	printf("# memory.current: %ld before, %ld with 16 MiB of rings, %ld after\n",
+	       before, during, after);
+	CHECK(before >= 0 && during - before >= 15L << 20,
+	      "the rings are charged to the memory cgroup");
+	CHECK(during - after >= 15L << 20, "and uncharged when they go");
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
 }
@@ -1436,7 +1541,7 @@ int main(int argc, char **argv)
 	int fd;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (argc > 1 && strcmp(argv[1], "--after-unload"))
+	if (argc > 1 && argv[1][0] != '-')
 		dev_path = argv[1];
 	page = sysconf(_SC_PAGESIZE);
 	if (access(dev_path, F_OK)) {
@@ -1446,6 +1551,8 @@ int main(int argc, char **argv)
 	}
 	if (argc > 1 && !strcmp(argv[1], "--after-unload"))
 		return after_unload();
+	if (argc > 2 && !strcmp(argv[1], "--memcg"))
+		return memcg(argv[2]);
 	fd = open_dev();
 	test_version(fd);
 	test_reg_mr(fd);
@@ -1463,6 +1570,7 @@ int main(int argc, char **argv)
 	test_sigkill();
 	test_memlock();
 	test_queue_budget();
+	test_user_cap();
 	test_random();
 	test_stream_fuzz();
 	test_stream_threads();

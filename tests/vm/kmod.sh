@@ -6,8 +6,8 @@
 # then), the provider still opens its device beside it, the module's
 # reference count is back where it started, it unloads, sockets that
 # were attached and then made to listen keep working after the unload
-# (none of swiw's callbacks is left on them or their children), and the
-# kernel logs no BUG, WARNING or Oops.
+# (none of swiw's callbacks is left on them or their children), ring
+# memory is charged to the memory cgroup, and the kernel logs no BUG, WARNING or Oops.
 . "$(dirname "$0")/guest_lib.sh"
 
 need_swiw
@@ -41,6 +41,24 @@ t_provider() {
 	note "$(grep -m1 fw_ver <<<"$out" | tr -s '\t ' ' ')"
 }
 
+# Ring pages are charged to the memory cgroup of the process that asks
+# for them (a cgroup v2 group of its own, mounted here if need be).
+t_memcg() {
+	local root=/sys/fs/cgroup cg
+
+	if ! grep -q '^cgroup2 /sys/fs/cgroup ' /proc/mounts; then
+		root=$(mktemp -d)
+		mount -t cgroup2 none "$root" || fail "mount cgroup2"
+	fi
+	grep -qw memory "$root/cgroup.controllers" || fail "no memory controller"
+	echo +memory >"$root/cgroup.subtree_control" || fail "enable memory"
+	cg=$root/swiw-kmod
+	mkdir -p "$cg"
+	T_LIMIT=60 bounded sh -c 'echo $$ >"$1/cgroup.procs" && exec "$2" --memcg "$1"' \
+		sh "$cg" "$TEST" || fail "rings and the memory cgroup"
+	rmdir "$cg"
+}
+
 # A socket attached, disconnected by the process and made to listen; the
 # module unloads while it and a child it accepted live on; both then take
 # data. A callback of swiw's left on them would call unloaded code.
@@ -72,6 +90,7 @@ lab_test kmod.load t_load
 lab_test kmod.ioctl.root t_root
 lab_test kmod.ioctl.nobody t_nobody
 lab_test kmod.provider t_provider
+lab_test kmod.memcg t_memcg
 lab_test kmod.unload lab_swiw_unload
 lab_test kmod.children_after_unload t_after_unload
 lab_test dmesg lab_dmesg_clean
