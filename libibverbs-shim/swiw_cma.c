@@ -448,6 +448,21 @@ static void reap(void)
 
 /* Every id of ours; ids_lock is a leaf, taken under any other. */
 static struct cma_id *all_ids;
+
+unsigned int cma_requests(const struct cma_id *lis, unsigned int *all)
+{
+	unsigned int n = 0;
+	struct cma_id *p;
+
+	*all = 0;
+	for (p = all_ids; p; p = p->next) {
+		if (p->state != CMA_REQ || p->destroyed)
+			continue;
+		++*all;
+		n += p->listener == lis;
+	}
+	return n;
+}
 static pthread_mutex_t ids_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /*

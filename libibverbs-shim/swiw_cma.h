@@ -78,7 +78,9 @@ struct cma_id {
 	bool attached; /* the engine may call back with this id */
 	bool destroyed; /* freed when the last event is acked */
 	bool in_epoll;
+	bool muted; /* CMA_LISTEN: out of descriptors, resumes at due_ms */
 	bool reuseaddr, afonly;
+	int backlog; /* CMA_LISTEN: Requests not yet accepted, at most */
 	int tos; /* -1: not set */
 	unsigned int events_out; /* retrieved and not acked */
 	struct cma_dev *dev;
@@ -89,7 +91,7 @@ struct cma_id {
 	uint32_t qpn;
 	uint16_t ird, ord, pd_len;
 	uint8_t pd[SWIW_CM_PD_MAX];
-	uint64_t due_ms; /* connect deadline */
+	uint64_t due_ms; /* connect deadline; a muted listener's resumption */
 	/* Created by rdma_create_qp: destroyed by rdma_destroy_qp. */
 	bool own_send_cq, own_recv_cq;
 	/* rdma_create_ep(RAI_PASSIVE): the QP each request gets. */
@@ -116,6 +118,8 @@ void cma_queue(struct cma_id *id, struct cma_id *owner,
 void cma_engine_cb(void *arg, const struct swiw_cm_event *ev);
 int cma_complete(struct cma_id *id);
 bool cma_has_queued(struct cma_id *id);
+/* Requests not yet accepted or rejected: @lis's, and the process's. */
+unsigned int cma_requests(const struct cma_id *lis, unsigned int *all);
 struct cma_id *cma_id_new(struct rdma_event_channel *ch, void *context);
 void cma_id_free(struct cma_id *id);
 uint64_t cma_now_ms(void);

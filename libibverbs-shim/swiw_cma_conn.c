@@ -3,8 +3,11 @@
  * librdmacm for swiw devices: connections. One CM thread per process
  * (started by the first listen or connect) waits on the listening
  * sockets, the connections whose MPA Request is still being read, and the
- * TCP connects in flight, all under cma_lock. A Request read whole gives
- * the listener a CONNECT_REQUEST with a new id; rdma_accept and a
+ * TCP connects in flight, all under cma_lock. A Request is read into a
+ * buffer of its connection, header first, and not an octet past it; read
+ * whole, it gives the listener a CONNECT_REQUEST with a new id, as long
+ * as the listener's backlog and the process have room (else it is
+ * rejected); rdma_accept and a
  * completed connect hand the socket to the QP (swiw_shim.h cm_attach),
  * whose stream runs MPA in the engine and reports through cma_engine_cb.
  */
@@ -27,18 +30,28 @@ struct cma_pend {
 	int fd;
 	struct cma_id *listener;
 	uint64_t due_ms;
+	uint16_t got, need; /* octets of the Request read, and wanted */
+	uint8_t buf[CMA_REQ_MAX];
 	struct cma_pend *next;
 };
 
 /* Connections whose Request may still come, at most: more are closed. */
 #define CMA_PEND_MAX 1024
+/* Requests of the process not accepted or rejected yet, at most. */
+#define CMA_REQ_PROC_MAX 4096
+/* An MPA Request's header: what is read before its length is known. */
+#define CMA_REQ_HDR 20
+/* Out of descriptors: a listener rests this long before it accepts. */
+#define CMA_MUTE_MS 100
 
 static int cm_epfd = -1;
 static struct cma_pend *pends; /* under cma_lock */
 static unsigned int npends;
 
-/* Under cma_lock: ids in the epoll set (listening or connecting). */
-static struct cma_id *watched[256];
+/* Under cma_lock: ids in the epoll set (listening or connecting); an
+ * event's pointer is used only if it is still here. */
+static struct cma_id **watched;
+static unsigned int nwatched; /* slots */
 
 static void conn_fail(struct cma_id *id, int err);
 
@@ -174,28 +187,49 @@ static void pend_read(struct cma_pend *p)
 	struct sockaddr_storage la, ra;
 	socklen_t ll = sizeof(la), rl = sizeof(ra);
 	struct rdma_conn_param cp = { 0 };
-	uint8_t buf[CMA_REQ_MAX];
 	struct swiw_cm_req req;
 	struct cma_id *lis = p->listener, *c;
+	unsigned int all;
 	struct cma_dev *d;
 	ssize_t n;
 	int err;
 
-	n = recv(p->fd, buf, sizeof(buf), MSG_PEEK | MSG_DONTWAIT);
-	if (n < 0 && (errno == EAGAIN || errno == EINTR))
-		return;
-	if (n <= 0) {
+	/* What TCP holds is taken (the socket does not stay readable), up
+	 * to what the header says the Request is: a partial one waits in
+	 * our buffer for its deadline without waking us again. */
+	for (;;) {
+		n = recv(p->fd, p->buf + p->got, p->need - p->got,
+			 MSG_DONTWAIT);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		if (n <= 0) {
+			pend_close(p);
+			return;
+		}
+		p->got += (uint16_t)n;
+		if (p->got < p->need)
+			continue;
+		err = swiw_shim()->cm_parse_request(p->buf, p->got, &req);
+		if (err != EAGAIN)
+			break;
+		if (req.frame_len <= p->got || req.frame_len > sizeof(p->buf)) {
+			pend_close(p);
+			return;
+		}
+		p->need = req.frame_len;
+	}
+	if (err || getsockname(p->fd, (struct sockaddr *)&la, &ll) ||
+	    getpeername(p->fd, (struct sockaddr *)&ra, &rl)) {
 		pend_close(p);
 		return;
 	}
-	err = swiw_shim()->cm_parse_request(buf, (size_t)n, &req);
-	if (err == EAGAIN)
-		return;
-	if (err ||
-	    recv(p->fd, buf, req.frame_len, MSG_DONTWAIT) !=
-		    (ssize_t)req.frame_len ||
-	    getsockname(p->fd, (struct sockaddr *)&la, &ll) ||
-	    getpeername(p->fd, (struct sockaddr *)&ra, &rl)) {
+	/* The backlog bounds what waits for rdma_accept, as iw_cm's does. */
+	if (cma_requests(lis, &all) >= (unsigned int)lis->backlog ||
+	    all >= CMA_REQ_PROC_MAX) {
+		cma_log("a connection request beyond the listener's backlog (%d) was rejected",
+			lis->backlog);
+		swiw_shim()->cm_reject(p->fd, p->buf, req.frame_len, NULL, 0);
+		shutdown(p->fd, SHUT_WR);
 		pend_close(p);
 		return;
 	}
@@ -214,7 +248,7 @@ static void pend_read(struct cma_pend *p)
 	c->listener = lis;
 	memcpy(&c->id.route.addr.src_storage, &la, ll);
 	memcpy(&c->id.route.addr.dst_storage, &ra, rl);
-	memcpy(c->req, buf, req.frame_len);
+	memcpy(c->req, p->buf, req.frame_len);
 	c->req_len = req.frame_len;
 	c->fd = p->fd;
 	c->state = CMA_REQ;
@@ -244,6 +278,21 @@ static void pend_read(struct cma_pend *p)
 	cma_queue(c, lis, RDMA_CM_EVENT_CONNECT_REQUEST, 0, &cp);
 }
 
+/* Out of descriptors or memory: the connection stays in TCP's queue,
+ * and the listener, still readable, would wake us at once, again and
+ * again. It rests for CMA_MUTE_MS (timers() resumes it). */
+static void listener_mute(struct cma_id *lis, int err)
+{
+	struct epoll_event ev = { .events = 0, .data.ptr = lis };
+
+	if (epoll_ctl(cm_epfd, EPOLL_CTL_MOD, lis->fd, &ev))
+		return;
+	lis->muted = true;
+	lis->due_ms = cma_now_ms() + CMA_MUTE_MS;
+	cma_log("listener cannot accept (%s): resting %d ms", strerror(err),
+		CMA_MUTE_MS);
+}
+
 static void listener_ready(struct cma_id *lis)
 {
 	for (;;) {
@@ -252,8 +301,12 @@ static void listener_ready(struct cma_id *lis)
 		int fd = accept4(lis->fd, NULL, NULL,
 				 SOCK_NONBLOCK | SOCK_CLOEXEC);
 
-		if (fd < 0)
+		if (fd < 0) {
+			if (errno == EMFILE || errno == ENFILE ||
+			    errno == ENOBUFS || errno == ENOMEM)
+				listener_mute(lis, errno);
 			return;
+		}
 		if (npends >= CMA_PEND_MAX) {
 			close(fd); /* a flood: the initiator sees a reset */
 			continue;
@@ -265,6 +318,7 @@ static void listener_ready(struct cma_id *lis)
 		}
 		p->fd = fd;
 		p->listener = lis;
+		p->need = CMA_REQ_HDR;
 		p->due_ms = cma_now_ms() + CMA_REQUEST_TIMEOUT_MS;
 		ev.data.ptr = p;
 		if (epoll_ctl(cm_epfd, EPOLL_CTL_ADD, fd, &ev)) {
@@ -283,7 +337,7 @@ static bool is_id(void *ptr)
 {
 	unsigned int i;
 
-	for (i = 0; i < sizeof(watched) / sizeof(watched[0]); i++)
+	for (i = 0; i < nwatched; i++)
 		if (watched[i] == ptr)
 			return true;
 	return false;
@@ -302,15 +356,25 @@ static int timers(void)
 		else if (p->due_ms < best)
 			best = p->due_ms;
 	}
-	for (i = 0; i < sizeof(watched) / sizeof(watched[0]); i++) {
+	for (i = 0; i < nwatched; i++) {
 		struct cma_id *id = watched[i];
 
-		if (!id || id->state != CMA_CONNECTING)
+		if (!id || (id->state != CMA_CONNECTING && !id->muted))
 			continue;
-		if (now >= id->due_ms)
+		if (now < id->due_ms) {
+			if (id->due_ms < best)
+				best = id->due_ms;
+		} else if (id->state == CMA_CONNECTING) {
 			conn_fail(id, ETIMEDOUT);
-		else if (id->due_ms < best)
-			best = id->due_ms;
+		} else {
+			struct epoll_event ev = { .events = EPOLLIN,
+						  .data.ptr = id };
+
+			if (!epoll_ctl(cm_epfd, EPOLL_CTL_MOD, id->fd, &ev))
+				id->muted = false;
+			else
+				id->due_ms = now + CMA_MUTE_MS;
+		}
 	}
 	if (best == UINT64_MAX)
 		return 1000;
@@ -384,11 +448,19 @@ int cma_thread_watch(struct cma_id *id, uint32_t events)
 
 	if (err)
 		return err;
-	for (i = 0; i < sizeof(watched) / sizeof(watched[0]); i++)
+	for (i = 0; i < nwatched; i++)
 		if (!watched[i])
 			break;
-	if (i == sizeof(watched) / sizeof(watched[0]))
-		return EMFILE;
+	if (i == nwatched) {
+		unsigned int n = nwatched ? 2 * nwatched : 64;
+		struct cma_id **w = realloc(watched, n * sizeof(*w));
+
+		if (!w)
+			return ENOMEM;
+		memset(w + nwatched, 0, (n - nwatched) * sizeof(*w));
+		watched = w;
+		nwatched = n;
+	}
 	if (epoll_ctl(cm_epfd, EPOLL_CTL_ADD, id->fd, &ev))
 		return errno;
 	watched[i] = id;
@@ -403,10 +475,11 @@ void cma_thread_unwatch(struct cma_id *id)
 	if (!id->in_epoll)
 		return;
 	epoll_ctl(cm_epfd, EPOLL_CTL_DEL, id->fd, NULL);
-	for (i = 0; i < sizeof(watched) / sizeof(watched[0]); i++)
+	for (i = 0; i < nwatched; i++)
 		if (watched[i] == id)
 			watched[i] = NULL;
 	id->in_epoll = false;
+	id->muted = false;
 }
 
 /* Under cma_lock: the id's sockets and engine callbacks go. */
@@ -451,7 +524,9 @@ SWIW_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 		pthread_mutex_unlock(&cma_lock);
 		return err ? cma_err(err) : 0;
 	}
-	err = listen(cid->fd, backlog > 0 ? backlog : 128) ? errno : 0;
+	/* librdmacm's 0 (or less): the default, as the kernel's. */
+	cid->backlog = backlog > 0 ? backlog : 128;
+	err = listen(cid->fd, cid->backlog) ? errno : 0;
 	if (!err)
 		err = cma_thread_watch(cid, EPOLLIN);
 	if (!err)

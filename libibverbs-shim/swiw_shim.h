@@ -95,7 +95,8 @@ struct swiw_shim_iface {
 	/* Positive errno; on success the engine owns @fd. */
 	int (*cm_attach)(struct ibv_qp *qp, int fd,
 			 const struct swiw_cm_params *p);
-	/* 0: @out holds a whole Request; EAGAIN: more bytes; EPROTO. */
+	/* 0: @out holds a whole Request; EAGAIN: more bytes, frame_len
+	 * octets in all so far as the header tells (read no more); EPROTO. */
 	int (*cm_parse_request)(const void *buf, size_t len,
 				struct swiw_cm_req *out);
 	/* A reject Reply with @pd for the Request @req, sent on @fd. */

@@ -6,8 +6,10 @@
  * seen by both sides with every outstanding WR flushed once, a
  * non-blocking channel, destroy_id with unacked events, a port in
  * use, no MPA Reply (UNREACHABLE), a Reply that is not MPA
- * (CONNECT_ERROR), ids that are no ids (any more) and a Send posted as
- * rdma_accept returns. Built against the real librdmacm; run under
+ * (CONNECT_ERROR), ids that are no ids (any more), a Send posted as
+ * rdma_accept returns, and a listener facing hostile peers: a partial
+ * Request, Requests beyond the backlog, no descriptor left at accept,
+ * and 300 listening ids. Built against the real librdmacm; run under
  * swiw-run, so its calls reach swiw's rdma_cm. Both sides live in this
  * process, on 127.0.0.1 (swiw_lo). Usage: cma_api PORT
  */
@@ -17,9 +19,11 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -73,7 +77,7 @@ struct side {
 	struct rdma_cm_id *id;
 };
 
-static struct side listener(int p)
+static struct side listener_backlog(int p, int backlog)
 {
 	struct sockaddr_in a = addr_of(p);
 	struct side s;
@@ -83,8 +87,13 @@ static struct side listener(int p)
 	CHECK(!rdma_create_id(s.ch, &s.id, NULL, RDMA_PS_TCP), "create_id");
 	CHECK(!rdma_bind_addr(s.id, (struct sockaddr *)&a), "bind: %s",
 	      strerror(errno));
-	CHECK(!rdma_listen(s.id, 8), "listen: %s", strerror(errno));
+	CHECK(!rdma_listen(s.id, backlog), "listen: %s", strerror(errno));
 	return s;
+}
+
+static struct side listener(int p)
+{
+	return listener_backlog(p, 8);
 }
 
 static void make_qp(struct rdma_cm_id *id)
@@ -644,11 +653,214 @@ static void test_stray_id(void)
 	printf("ok - a stray or destroyed id: EINVAL, nothing followed\n");
 }
 
+/* --- a listener faces hostile peers ------------------------------------ */
+
+/* CPU time of this process (every thread), in ms. */
+static long cpu_ms(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000L +
+	       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000;
+}
+
+/* CPU this process used in @ms of doing nothing itself. */
+static long idle_cpu_ms(int ms)
+{
+	long c0 = cpu_ms();
+
+	usleep((useconds_t)ms * 1000);
+	return cpu_ms() - c0;
+}
+
+/* A plain TCP connection to 127.0.0.1:@p. */
+static int raw_connect(int p)
+{
+	struct sockaddr_in a = addr_of(p);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	CHECK(fd >= 0 && !connect(fd, (struct sockaddr *)&a, sizeof(a)),
+	      "raw connect: %s", strerror(errno));
+	return fd;
+}
+
+/* An MPA v1 Request (RFC 5044 7.1) with no private data, CRC asked for. */
+static const uint8_t mpa_req[20] = { 'M', 'P', 'A',  ' ', 'I', 'D', ' ',
+				     'R', 'e', 'q',  ' ', 'F', 'r', 'a',
+				     'm', 'e', 0x40, 1,	  0,   0 };
+
+/* A Reply with the Reject flag comes on @fd, then the end. */
+static bool rejected(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	uint8_t r[64];
+	ssize_t n;
+
+	if (poll(&p, 1, 5000) != 1 || (n = recv(fd, r, sizeof(r), 0)) < 20)
+		return false;
+	return !memcmp(r, "MPA ID Rep Frame", 16) && (r[16] & 0x20);
+}
+
+/*
+ * A Request that stops after one octet is read and held, and does not
+ * keep the CM thread busy (it used to peek at it again and again until
+ * its deadline); the rest of it, later, makes a CONNECT_REQUEST.
+ */
+static void test_partial_request(void)
+{
+	struct side l = listener(port + 7);
+	struct rdma_cm_event *ev;
+	int fd = raw_connect(port + 7);
+	long used;
+
+	CHECK(send(fd, mpa_req, 1, 0) == 1, "send");
+	usleep(100000);
+	used = idle_cpu_ms(1000);
+	CHECK(used < 300, "a 1-octet Request: %ld ms of CPU in 1 s", used);
+	CHECK(send(fd, mpa_req + 1, sizeof(mpa_req) - 1, 0) ==
+		      sizeof(mpa_req) - 1,
+	      "send the rest");
+	ev = expect(l.ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	CHECK(!rdma_reject(ev->id, NULL, 0), "reject: %s", strerror(errno));
+	CHECK(!rdma_destroy_id(ev->id), "destroy rejected id");
+	ack(ev);
+	CHECK(rejected(fd), "the raw peer got no reject Reply");
+	close(fd);
+	side_free(&l);
+	printf("ok - a partial Request waits without burning CPU (%ld ms in 1 s), then completes\n",
+	       used);
+}
+
+/*
+ * Requests beyond the listener's backlog that nobody accepted yet are
+ * rejected, not turned into ids and descriptors without end; once the
+ * pending ones are taken, the next gets through.
+ */
+static void test_backlog(void)
+{
+	struct side l = listener_backlog(port + 8, 2);
+	struct rdma_cm_event *ev[2];
+	struct pollfd p = { .fd = l.ch->fd, .events = POLLIN };
+	int fd[6], i, nrej = 0;
+
+	for (i = 0; i < 6; i++) {
+		fd[i] = raw_connect(port + 8);
+		CHECK(send(fd[i], mpa_req, sizeof(mpa_req), 0) ==
+			      sizeof(mpa_req),
+		      "send");
+	}
+	for (i = 0; i < 2; i++)
+		ev[i] = expect(l.ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	for (i = 0; i < 6; i++) {
+		struct pollfd q = { .fd = fd[i], .events = POLLIN };
+
+		if (poll(&q, 1, 2000) == 1 && rejected(fd[i]))
+			nrej++;
+	}
+	CHECK(nrej == 4, "%d of 6 Requests rejected with backlog 2", nrej);
+	CHECK(poll(&p, 1, 500) == 0, "a third CONNECT_REQUEST over backlog 2");
+	for (i = 0; i < 2; i++) {
+		CHECK(!rdma_reject(ev[i]->id, NULL, 0), "reject");
+		CHECK(!rdma_destroy_id(ev[i]->id), "destroy");
+		ack(ev[i]);
+	}
+	for (i = 0; i < 6; i++)
+		close(fd[i]);
+	fd[0] = raw_connect(port + 8);
+	CHECK(send(fd[0], mpa_req, sizeof(mpa_req), 0) == sizeof(mpa_req),
+	      "send");
+	ev[0] = expect(l.ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	CHECK(!rdma_reject(ev[0]->id, NULL, 0), "reject");
+	CHECK(!rdma_destroy_id(ev[0]->id), "destroy");
+	ack(ev[0]);
+	close(fd[0]);
+	side_free(&l);
+	printf("ok - backlog 2: 2 CONNECT_REQUESTs, 4 Requests rejected, room again once taken\n");
+}
+
+/*
+ * Out of descriptors, accept() fails with EMFILE and the connection
+ * stays queued: the listener rests instead of spinning, and takes it
+ * once descriptors are free again.
+ */
+static void test_emfile(void)
+{
+	struct side l = listener(port + 9);
+	struct rdma_cm_event *ev;
+	struct rlimit old, low;
+	int fd = raw_connect(port + 9), lowest;
+	long used;
+
+	CHECK(!getrlimit(RLIMIT_NOFILE, &old), "getrlimit");
+	lowest = dup(0); /* the lowest free descriptor */
+	CHECK(lowest >= 0, "dup");
+	close(lowest);
+	low = old;
+	low.rlim_cur = (rlim_t)lowest;
+	CHECK(!setrlimit(RLIMIT_NOFILE, &low), "setrlimit: %s",
+	      strerror(errno));
+	CHECK(send(fd, mpa_req, sizeof(mpa_req), 0) == sizeof(mpa_req), "send");
+	usleep(200000);
+	used = idle_cpu_ms(1000);
+	CHECK(!setrlimit(RLIMIT_NOFILE, &old), "restore RLIMIT_NOFILE");
+	CHECK(used < 300, "accept at EMFILE: %ld ms of CPU in 1 s", used);
+	{
+		/* A descriptor another thread freed meanwhile may have let
+		 * the connection in while the process still had none for
+		 * the rest (its devices cannot be listed): it was dropped
+		 * then. Descriptors are back: a new one gets through. */
+		struct pollfd p = { .fd = l.ch->fd, .events = POLLIN };
+		char b;
+
+		if (poll(&p, 1, 3000) == 0 &&
+		    recv(fd, &b, 1, MSG_DONTWAIT) == 0) {
+			printf("# the first connection was dropped at EMFILE: again\n");
+			close(fd);
+			fd = raw_connect(port + 9);
+			CHECK(send(fd, mpa_req, sizeof(mpa_req), 0) ==
+				      sizeof(mpa_req),
+			      "send");
+		}
+	}
+	ev = expect(l.ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	CHECK(!rdma_reject(ev->id, NULL, 0), "reject");
+	CHECK(!rdma_destroy_id(ev->id), "destroy");
+	ack(ev);
+	close(fd);
+	side_free(&l);
+	printf("ok - EMFILE at accept: the listener rests (%ld ms of CPU in 1 s), then accepts\n",
+	       used);
+}
+
+/* No fixed table of ids: 300 listeners at once. */
+static void test_many_listeners(void)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *ids[300];
+	int i;
+
+	CHECK(ch, "channel");
+	for (i = 0; i < 300; i++) {
+		struct sockaddr_in a = addr_of(0);
+
+		CHECK(!rdma_create_id(ch, &ids[i], NULL, RDMA_PS_TCP),
+		      "create_id");
+		CHECK(!rdma_bind_addr(ids[i], (struct sockaddr *)&a) &&
+			      !rdma_listen(ids[i], 4),
+		      "listener %d: %s", i, strerror(errno));
+	}
+	for (i = 0; i < 300; i++)
+		CHECK(!rdma_destroy_id(ids[i]), "destroy_id");
+	rdma_destroy_event_channel(ch);
+	printf("ok - 300 listening ids in one process\n");
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc != 2 || (port = atoi(argv[1])) <= 0 || port > 65000) {
-		fprintf(stderr, "usage: cma_api PORT (uses PORT..PORT+6)\n");
+		fprintf(stderr, "usage: cma_api PORT (uses PORT..PORT+9)\n");
 		return 2;
 	}
 	test_post_after_accept();
@@ -661,5 +873,9 @@ int main(int argc, char **argv)
 	test_connect_error();
 	test_destroyed_channel();
 	test_stray_id();
+	test_partial_request();
+	test_backlog();
+	test_emfile();
+	test_many_listeners();
 	return failures ? 1 : 0;
 }

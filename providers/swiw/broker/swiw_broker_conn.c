@@ -354,14 +354,14 @@ static void conn_read(struct brk *b, struct brk_conn *c)
 		 * The header says how much private data follows; the machine
 		 * closed on more than MPA allows, and req holds the most.
 		 */
-		if (c->got == sizeof(struct mpa_rr) &&
-		    c->need == sizeof(struct mpa_rr)) {
-			c->need = (uint16_t)(sizeof(struct mpa_rr) +
-					     ((c->req[18] << 8) | c->req[19]));
-			if (c->need > sizeof(c->req)) {
+		if (c->got == c->need) {
+			size_t need = swiw_mpa_rr_need(c->req, c->got);
+
+			if (need > sizeof(c->req)) {
 				brk_conn_close(b, c);
 				return;
 			}
+			c->need = (uint16_t)need;
 		}
 		if (ev & SWIW_MPA_EV_REQUEST) {
 			c->need = c->got;

@@ -154,12 +154,18 @@ int swiw_cm_parse_request(const void *buf, size_t len, struct swiw_cm_req *out)
 	size_t used;
 	int err;
 
-	err = mpa_take_request(&m, tx, pd, buf, len, &used);
-	if (err)
-		return err == EAGAIN && len >= SWIW_MPA_FRAME_MAX ? EPROTO :
-								    err;
-	o = swiw_mpa_outcome(&m);
 	memset(out, 0, sizeof(*out));
+	err = mpa_take_request(&m, tx, pd, buf, len, &used);
+	if (err == EAGAIN) {
+		size_t need = swiw_mpa_rr_need(buf, len);
+
+		if (len >= SWIW_MPA_FRAME_MAX || need > SWIW_MPA_FRAME_MAX)
+			return EPROTO;
+		out->frame_len = (uint16_t)need; /* what to read in all */
+	}
+	if (err)
+		return err;
+	o = swiw_mpa_outcome(&m);
 	out->frame_len = (uint16_t)used;
 	out->pd_len = o->peer_pd_len;
 	memcpy(out->pd, o->peer_pd, o->peer_pd_len);

@@ -302,6 +302,22 @@ static inline bool swiw_mpa_rr_enhanced(const struct mpa_rr *rr)
 }
 
 /*
+ * How many octets the Request or Reply frame whose first @got octets are
+ * at @frame needs in all: its header, then the private data the header
+ * announces. A reader that asks for no more than this never takes an
+ * octet past the frame from its socket, and never waits on a partial
+ * frame it has already read.
+ */
+static inline size_t swiw_mpa_rr_need(const void *frame, size_t got)
+{
+	const struct mpa_rr *rr = (const struct mpa_rr *)frame;
+
+	if (got < sizeof(*rr))
+		return sizeof(*rr);
+	return sizeof(*rr) + swiw_be16_to_cpu(rr->pd_len);
+}
+
+/*
  * The ULP's private data in the whole Request (@request) or Reply frame
  * @frame of @len octets, after the RFC 6581 word when the frame has one,
  * for code that holds a frame the machine has already judged (the broker
