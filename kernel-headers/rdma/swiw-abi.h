@@ -49,7 +49,7 @@
 #include <linux/types.h>
 #include <linux/ioctl.h>
 
-#define SWIW_ABI_VERSION 3
+#define SWIW_ABI_VERSION 4
 
 /*
  * Limits the device advertises and every engine enforces on what crosses
@@ -325,6 +325,10 @@ struct swiw_ioc_reg_mr {
 	__u32 stag; /* out */
 	__u32 pd; /* in */
 	__u32 rsvd; /* 0 */
+	/* in (ABI 4): where the region starts in the address space of every
+	 * access to it, remote (tagged offsets), receive SGEs and txd
+	 * gathers alike; addr for ibv_reg_mr. */
+	__aligned_u64 iova;
 };
 
 struct swiw_ioc_dereg_mr {

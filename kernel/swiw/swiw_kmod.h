@@ -61,7 +61,8 @@ struct swiw_kmr {
 	u32 access; /* IB_UVERBS_ACCESS_* */
 	bool invalid; /* invalidated: no new access finds it */
 	bool dead; /* deregistered: a placement under way writes no more */
-	u64 addr;
+	u64 addr; /* where it is in the process */
+	u64 iova; /* where every access addresses it */
 	u64 length;
 	unsigned long npages;
 	bool writable;

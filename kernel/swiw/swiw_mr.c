@@ -141,7 +141,7 @@ int swiw_mr_reg(struct swiw_kfile *f, void __user *arg)
 {
 	struct swiw_ioc_reg_mr req;
 	struct swiw_kmr *mr;
-	u64 end;
+	u64 end, iova_end;
 	u32 idx;
 	int ret;
 
@@ -154,7 +154,8 @@ int swiw_mr_reg(struct swiw_kfile *f, void __user *arg)
 		return ret;
 	if (!req.length || req.length > SWIW_MAX_MR_SIZE ||
 	    check_add_overflow(req.addr, req.length, &end) ||
-	    PAGE_ALIGN(end) < end)
+	    PAGE_ALIGN(end) < end ||
+	    check_add_overflow(req.iova, req.length, &iova_end))
 		return -EINVAL;
 	/* Not user memory at all: what pinning it would answer. */
 	if (end > TASK_SIZE || !current->mm)
@@ -167,6 +168,7 @@ int swiw_mr_reg(struct swiw_kfile *f, void __user *arg)
 	mr->pd = req.pd;
 	mr->access = req.access;
 	mr->addr = req.addr;
+	mr->iova = req.iova;
 	mr->length = req.length;
 	mr->writable = req.access & SWIW_ACCESS_NEEDS_WRITE;
 	mr->npages = (PAGE_ALIGN(end) - (req.addr & PAGE_MASK)) >> PAGE_SHIFT;
@@ -317,7 +319,7 @@ int swiw_mr_get(struct swiw_kfile *f, u32 pd, u32 stag,
 	refcount_inc(&mr->ref);
 	xa_unlock_bh(&f->mrs);
 	out->handle = mr;
-	out->base = mr->addr;
+	out->base = mr->iova;
 	out->len = mr->length;
 	/* IB_UVERBS_ACCESS_* and SWIW_ACC_* share their low four bits. */
 	out->access = mr->access &
@@ -359,10 +361,10 @@ static bool swiw_mr_locate(const struct swiw_kmr *mr, u64 addr, u64 len,
 {
 	u64 rel;
 
-	if (addr < mr->addr || len > mr->length ||
-	    addr - mr->addr > mr->length - len)
+	if (addr < mr->iova || len > mr->length ||
+	    addr - mr->iova > mr->length - len)
 		return false;
-	rel = addr - (mr->addr & PAGE_MASK);
+	rel = (mr->addr & ~PAGE_MASK) + (addr - mr->iova);
 	*pg = rel >> PAGE_SHIFT;
 	*off = rel & ~PAGE_MASK;
 	return true;

@@ -331,7 +331,7 @@ struct ibv_qp *swiw_conn_qp_lookup(struct ibv_context *ctx, uint32_t qpn);
 int swiw_stag_alloc(struct swiw_mr *mr);
 int swiw_stag_insert(struct swiw_mr *mr, uint32_t stag);
 int swiw_mr_stag_get(struct swiw_mr *mr, struct ibv_pd *pd, void *addr,
-		     size_t length, int access);
+		     size_t length, uint64_t iova, int access);
 void swiw_mr_stag_put(struct swiw_mr *mr);
 struct swiw_mr *swiw_mr_internal(struct ibv_pd *pd, void *addr, size_t len,
 				 int *err);

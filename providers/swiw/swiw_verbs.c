@@ -302,7 +302,7 @@ _Static_assert((int)IBV_ACCESS_LOCAL_WRITE ==
  * else our own table's.
  */
 int swiw_mr_stag_get(struct swiw_mr *mr, struct ibv_pd *pd, void *addr,
-		     size_t length, int access)
+		     size_t length, uint64_t iova, int access)
 {
 	const struct swiw_backend *be = swiw_backend();
 	uint32_t stag;
@@ -310,7 +310,8 @@ int swiw_mr_stag_get(struct swiw_mr *mr, struct ibv_pd *pd, void *addr,
 
 	if (!be || !be->reg_mr)
 		return swiw_stag_alloc(mr);
-	err = be->reg_mr(addr, length, access, to_swiw_pd(pd)->pdn, &stag);
+	err = be->reg_mr(addr, length, iova, access, to_swiw_pd(pd)->pdn,
+			 &stag);
 	if (err)
 		return err;
 	err = swiw_stag_insert(mr, stag);
@@ -347,7 +348,8 @@ struct swiw_mr *swiw_mr_internal(struct ibv_pd *pd, void *addr, size_t len,
 	*err = ENOMEM;
 	if (!mr)
 		return NULL;
-	*err = swiw_mr_stag_get(mr, pd, addr, len, IBV_ACCESS_LOCAL_WRITE);
+	*err = swiw_mr_stag_get(mr, pd, addr, len, (uintptr_t)addr,
+				IBV_ACCESS_LOCAL_WRITE);
 	if (*err) {
 		free(mr);
 		return NULL;
@@ -386,7 +388,7 @@ static struct ibv_mr *swiw_reg_mr(struct ibv_pd *ibpd, void *addr,
 	mr = swiw_obj_alloc(&sctx->nmr, SWIW_MAX_MR, sizeof(*mr));
 	if (!mr)
 		return NULL;
-	err = swiw_mr_stag_get(mr, ibpd, addr, length, access);
+	err = swiw_mr_stag_get(mr, ibpd, addr, length, iova, access);
 	if (err) {
 		swiw_obj_free(&sctx->nmr, mr);
 		errno = err;

@@ -122,6 +122,7 @@ static int reg_mr_pd(int fd, void *addr, uint64_t len, uint32_t access,
 		.length = len,
 		.access = access,
 		.pd = pd,
+		.iova = (uintptr_t)addr,
 	};
 	int err = ioc(fd, SWIW_IOC_REG_MR, &r);
 

@@ -64,6 +64,7 @@ static int reg_mr(int fd, void *addr, uint64_t len, uint32_t access,
 		.addr = (uintptr_t)addr,
 		.length = len,
 		.access = access,
+		.iova = (uintptr_t)addr,
 	};
 	int err = ioc(fd, SWIW_IOC_REG_MR, &r);
 
@@ -178,11 +179,16 @@ static void test_reg_mr(int fd)
 		struct swiw_ioc_reg_mr r = { .addr = (uintptr_t)buf,
 					     .length = page,
 					     .pd = 0xffffffff,
-					     .rsvd = 1 };
+					     .rsvd = 1,
+					     .iova = (uintptr_t)buf };
 		struct swiw_ioc_dereg_mr d = { 0 };
 
 		EXPECT_ERR(ioc(fd, SWIW_IOC_REG_MR, &r), EINVAL);
 		r.rsvd = 0;
+		/* ABI 4: an iova whose region would wrap around. */
+		r.iova = ~0ULL - page + 2;
+		EXPECT_ERR(ioc(fd, SWIW_IOC_REG_MR, &r), EINVAL);
+		r.iova = (uintptr_t)buf;
 		CHECK(!ioc(fd, SWIW_IOC_REG_MR, &r), "reg with PD 0xffffffff");
 		d.stag = r.stag;
 		CHECK(!ioc(fd, SWIW_IOC_DEREG_MR, &d), "dereg it");

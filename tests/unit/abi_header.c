@@ -27,8 +27,9 @@ SIZE(struct swiw_txd, 152);
 OFF(struct swiw_txd, sge, 88);
 SIZE(struct swiw_rxev, 96);
 SIZE(struct swiw_ioc_version, 8);
-SIZE(struct swiw_ioc_reg_mr, 32);
+SIZE(struct swiw_ioc_reg_mr, 40);
 OFF(struct swiw_ioc_reg_mr, pd, 24);
+OFF(struct swiw_ioc_reg_mr, iova, 32);
 SIZE(struct swiw_ioc_queue, 32);
 SIZE(struct swiw_ioc_attach, 48);
 OFF(struct swiw_ioc_attach, pd, 40);
@@ -38,9 +39,10 @@ SIZE(struct swiw_ioc_access, 8);
 /* ABI 2 added the PD: the grown struct gives REG_MR a new number, so a
  * provider and a module of different ABIs never mistake each other's.
  * ABI 3 gave ATTACH the QP's remote rights (its reserved word, which a
- * version 2 helper required to be 0) and added SET_ACCESS. */
-_Static_assert(SWIW_ABI_VERSION == 3, "ABI version");
-_Static_assert(_IOC_SIZE(SWIW_IOC_REG_MR) == 32, "REG_MR carries the PD");
+ * version 2 helper required to be 0) and added SET_ACCESS. ABI 4 gave
+ * REG_MR the region's iova, and so a new number again. */
+_Static_assert(SWIW_ABI_VERSION == 4, "ABI version");
+_Static_assert(_IOC_SIZE(SWIW_IOC_REG_MR) == 40, "REG_MR carries the iova");
 _Static_assert(SWIW_OP_MAX <= 256, "opcode fits a __u8");
 
 int main(void)

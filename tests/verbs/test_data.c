@@ -354,6 +354,106 @@ static void test_write_read(void **state)
 }
 
 /*
+ * A region registered at an iova (ibv_reg_mr_iova) is addressed by it,
+ * remotely and locally: a Write and a Read at iova offsets, a Send
+ * gathered from it and a receive scattered into it, all by iova, each
+ * landing at the same offset of the memory, and an atomic. The iova is
+ * neither the address nor at the same offset in its page (the same
+ * modulo 8, so that an aligned atomic target is aligned in memory too).
+ */
+static void test_iova(void **state)
+{
+	struct fx *f = *state;
+	uint8_t *m = f->b.dst;
+	const uint64_t iova =
+		0x5a5a0000000ULL + (((uintptr_t)m + 0x238) & 0xfff);
+	const uint32_t n = 100003;
+	struct ibv_mr *mr;
+	struct ibv_wc wc;
+
+	mr = ibv_reg_mr_iova(f->pd, m, BUF, iova,
+			     MR_ACC | IBV_ACCESS_REMOTE_ATOMIC);
+	assert_non_null(mr);
+	memset(m, 0, BUF);
+	fill(f->a.src, n, 3);
+	{
+		struct ibv_sge ws = { (uintptr_t)f->a.src, n, f->a.smr->lkey };
+		struct ibv_sge rs = { (uintptr_t)f->a.dst + 3, n,
+				      f->a.dmr->lkey };
+
+		post(&f->a, 1, IBV_WR_RDMA_WRITE, &ws, 1, IBV_SEND_SIGNALED,
+		     iova + 5, mr->rkey, 0);
+		assert_int_equal(wait_cq(f->a.scq, &wc, 1), 1);
+		check_wc(&wc, 1, IBV_WC_RDMA_WRITE, 0);
+		/* The Read answered means the Write before it is placed. */
+		memset(f->a.dst, 0, BUF);
+		post(&f->a, 2, IBV_WR_RDMA_READ, &rs, 1, IBV_SEND_SIGNALED,
+		     iova + 5, mr->rkey, 0);
+		assert_int_equal(wait_cq(f->a.scq, &wc, 1), 1);
+		check_wc(&wc, 2, IBV_WC_RDMA_READ, 0);
+		assert_memory_equal(m + 5, f->a.src, n);
+		assert_int_equal(m[4], 0);
+		assert_int_equal(m[5 + n], 0);
+		assert_memory_equal(f->a.dst + 3, f->a.src, n);
+	}
+	{
+		/* Gathered from the region by iova. */
+		struct ibv_sge ss = { iova + 5, 4096, mr->lkey };
+
+		memset(f->a.dst, 0, BUF);
+		post_recv(&f->a, 3, f->a.dst, 8192);
+		post(&f->b, 4, IBV_WR_SEND, &ss, 1, IBV_SEND_SIGNALED, 0, 0, 0);
+		assert_int_equal(wait_cq(f->b.scq, &wc, 1), 1);
+		check_wc(&wc, 4, IBV_WC_SEND, 0);
+		assert_int_equal(wait_cq(f->a.rcq, &wc, 1), 1);
+		check_wc(&wc, 3, IBV_WC_RECV, 4096);
+		assert_memory_equal(f->a.dst, m + 5, 4096);
+	}
+	{
+		/* Scattered into it by iova. */
+		struct ibv_sge ws = { (uintptr_t)f->a.src + 1, 4096,
+				      f->a.smr->lkey };
+		struct ibv_sge rs = { iova + 200000, 8192, mr->lkey };
+		struct ibv_recv_wr wr = { .wr_id = 5,
+					  .sg_list = &rs,
+					  .num_sge = 1 },
+				   *bad;
+
+		assert_int_equal(ibv_post_recv(f->b.qp, &wr, &bad), 0);
+		post(&f->a, 6, IBV_WR_SEND, &ws, 1, IBV_SEND_SIGNALED, 0, 0, 0);
+		assert_int_equal(wait_cq(f->a.scq, &wc, 1), 1);
+		check_wc(&wc, 6, IBV_WC_SEND, 0);
+		assert_int_equal(wait_cq(f->b.rcq, &wc, 1), 1);
+		check_wc(&wc, 5, IBV_WC_RECV, 4096);
+		assert_memory_equal(m + 200000, f->a.src + 1, 4096);
+	}
+	{
+		/* An atomic at an iova. */
+		struct ibv_sge as = { (uintptr_t)f->a.dst, 8, f->a.dmr->lkey };
+		struct ibv_send_wr wr = { .wr_id = 7,
+					  .sg_list = &as,
+					  .num_sge = 1,
+					  .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD,
+					  .send_flags = IBV_SEND_SIGNALED },
+				   *bad;
+		uint64_t v = 40;
+
+		memcpy(m + 1024, &v, 8);
+		wr.wr.atomic.remote_addr = iova + 1024;
+		wr.wr.atomic.compare_add = 2;
+		wr.wr.atomic.rkey = mr->rkey;
+		assert_int_equal(ibv_post_send(f->a.qp, &wr, &bad), 0);
+		assert_int_equal(wait_cq(f->a.scq, &wc, 1), 1);
+		check_wc(&wc, 7, IBV_WC_FETCH_ADD, 0);
+		memcpy(&v, f->a.dst, 8);
+		assert_int_equal(v, 40);
+		memcpy(&v, m + 1024, 8);
+		assert_int_equal(v, 42);
+	}
+	assert_int_equal(ibv_dereg_mr(mr), 0);
+}
+
+/*
  * 64 Reads against ORD 16: the rest wait in the SQ for responses. With
  * @nap the program sleeps between polls, so whoever takes a response
  * (the progress thread) sends the next Read; no doorbell rings for them.
@@ -1623,6 +1723,7 @@ int main(void)
 		T(test_multi_sge_inline),
 		T(test_imm),
 		T(test_write_read),
+		T(test_iova),
 		T(test_many_reads),
 		T(test_many_reads_napping),
 		T(test_unsignaled),

@@ -31,8 +31,8 @@ struct swiw_backend {
 	 * the PD's number (struct swiw_pd.pdn): streams of another PD do
 	 * not find the region.
 	 */
-	int (*reg_mr)(void *addr, uint64_t len, int access, uint32_t pd,
-		      uint32_t *stag);
+	int (*reg_mr)(void *addr, uint64_t len, uint64_t iova, int access,
+		      uint32_t pd, uint32_t *stag);
 	int (*dereg_mr)(uint32_t stag);
 	/* Zeroed ring of @num slots of @stride octets: 0 or a positive errno. */
 	int (*queue_alloc)(uint32_t kind, uint32_t num, uint32_t stride,

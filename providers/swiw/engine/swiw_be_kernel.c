@@ -70,13 +70,14 @@ static int kioctl(unsigned long cmd, void *arg)
 	return rc ? errno : 0;
 }
 
-static int k_reg_mr(void *addr, uint64_t len, int access, uint32_t pd,
-		    uint32_t *stag)
+static int k_reg_mr(void *addr, uint64_t len, uint64_t iova, int access,
+		    uint32_t pd, uint32_t *stag)
 {
 	struct swiw_ioc_reg_mr r = { .addr = (uintptr_t)addr,
 				     .length = len,
 				     .access = (uint32_t)access,
-				     .pd = pd };
+				     .pd = pd,
+				     .iova = iova };
 	int err = kioctl(SWIW_IOC_REG_MR, &r);
 
 	if (!err)
