@@ -910,9 +910,10 @@ static void test_reject_wrong_peer(void **state)
 	(void)state;
 	expect_ok(b, q, LO, me, SWIW_BROKER_RESPONDER);
 	/* From another address, the right QPNs: a host guessing numbers. */
-	expect_reject("127.0.0.2", me, q, SWIW_BROKER_R_WRONG_PEER_ADDR);
+	/* A stranger hears what an unknown QP number gets. */
+	expect_reject("127.0.0.2", me, q, SWIW_BROKER_R_UNKNOWN_QPN);
 	/* The right address, another source QP. */
-	expect_reject(LO, me + 1, q, SWIW_BROKER_R_WRONG_PEER_QPN);
+	expect_reject(LO, me + 1, q, SWIW_BROKER_R_UNKNOWN_QPN);
 	/* A QP nobody registered. */
 	expect_reject(LO, me, q ^ 0x800000, SWIW_BROKER_R_UNKNOWN_QPN);
 	/* None of them reached the owner... */
@@ -1026,7 +1027,7 @@ static void test_early_held_mismatch(void **state)
 	/* RTR: the one from the wrong address is refused, the other handed. */
 	expect_ok(b, q, LO, me, SWIW_BROKER_RESPONDER);
 	assert_int_equal(reply_of(&I1, f1, 2000, &rep), BT_REJECTED);
-	assert_int_equal(rep.reason, SWIW_BROKER_R_WRONG_PEER_ADDR);
+	assert_int_equal(rep.reason, SWIW_BROKER_R_UNKNOWN_QPN);
 	take_and_accept(b, q, me, LO, &I2);
 	expect_accept(&I2, f2, me, q);
 	swiw_broker_close(b);

@@ -86,7 +86,9 @@ static void conn_peer_str(const struct brk_conn *c, char *buf, size_t size)
 	brk_addr_str(c->peer, buf, size);
 }
 
-void brk_conn_reject(struct brk *b, struct brk_conn *c, unsigned int reason)
+/* Refuses @c telling it @reason; the log says @why. */
+static void conn_reject_why(struct brk *b, struct brk_conn *c,
+			    unsigned int reason, unsigned int why)
 {
 	struct swiw_broker_pd pd = {
 		.type = SWIW_BROKER_PD_REJECT,
@@ -102,8 +104,7 @@ void brk_conn_reject(struct brk *b, struct brk_conn *c, unsigned int reason)
 
 	conn_peer_str(c, peer, sizeof(peer));
 	brk_log_peer(BRK_LOG_INFO, "refused %s (QP %u from QP %u): %s", peer,
-		     c->pd.dst_qpn, c->pd.src_qpn,
-		     swiw_broker_reason_str(reason));
+		     c->pd.dst_qpn, c->pd.src_qpn, swiw_broker_reason_str(why));
 	if (swiw_mpa_state(&c->mpa) == SWIW_MPA_S_ULP_DECIDE &&
 	    !swiw_broker_pd_encode(&pd, buf, sizeof(buf), &len) &&
 	    !swiw_mpa_reject(&c->mpa, buf, (uint16_t)len) &&
@@ -116,6 +117,11 @@ void brk_conn_reject(struct brk *b, struct brk_conn *c, unsigned int reason)
 		shutdown(c->fd, SHUT_WR);
 	}
 	brk_conn_close(b, c);
+}
+
+void brk_conn_reject(struct brk *b, struct brk_conn *c, unsigned int reason)
+{
+	conn_reject_why(b, c, reason, reason);
 }
 
 static unsigned int conns_from(const struct brk *b, const uint8_t peer[16])
@@ -275,12 +281,17 @@ static void conn_match(struct brk *b, struct brk_conn *c)
 			conn_park(b, c, BRK_C_HELD, brk_now() + b->o.hold_ms);
 		return;
 	}
+	/* Whoever is not the QP's peer hears what a QP number nobody has
+	 * answers: the reason does not tell a stranger the QP exists. Our
+	 * log says what was wrong. */
 	if (memcmp(c->peer, q->peer_gid, 16)) {
-		brk_conn_reject(b, c, SWIW_BROKER_R_WRONG_PEER_ADDR);
+		conn_reject_why(b, c, SWIW_BROKER_R_UNKNOWN_QPN,
+				SWIW_BROKER_R_WRONG_PEER_ADDR);
 		return;
 	}
 	if (c->pd.src_qpn != q->peer_qpn) {
-		brk_conn_reject(b, c, SWIW_BROKER_R_WRONG_PEER_QPN);
+		conn_reject_why(b, c, SWIW_BROKER_R_UNKNOWN_QPN,
+				SWIW_BROKER_R_WRONG_PEER_QPN);
 		return;
 	}
 	if (q->state == BRK_QP_INITIATOR)

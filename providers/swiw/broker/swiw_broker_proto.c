@@ -90,7 +90,8 @@ int swiw_broker_pd_decode(const void *buf, size_t len,
 
 static const char *const reason_str[] = {
 	[SWIW_BROKER_R_NONE] = "no reason given",
-	[SWIW_BROKER_R_UNKNOWN_QPN] = "no QP of that number at the peer",
+	[SWIW_BROKER_R_UNKNOWN_QPN] =
+		"no QP of that number at the peer expects this one (the peer's broker log says why)",
 	[SWIW_BROKER_R_WRONG_PEER_ADDR] =
 		"the peer QP expects another address (GID)",
 	[SWIW_BROKER_R_WRONG_PEER_QPN] =
