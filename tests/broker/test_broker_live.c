@@ -355,6 +355,35 @@ static void test_qpn_not_reused(void **state)
 	swiw_broker_close(b);
 }
 
+/*
+ * QP numbers are drawn at random: a program that was given some cannot
+ * tell the next one another program gets (a sequential cursor gave
+ * n + 1 each time). Still unique, never 0 or 1, within 24 bits.
+ */
+static void test_qpn_random(void **state)
+{
+	static uint32_t q[1000];
+	struct swiw_broker *b = open_ok();
+	unsigned int i, k, next = 0, low_half = 0;
+
+	(void)state;
+	for (i = 0; i < 1000; i++) {
+		q[i] = alloc_ok(b);
+		assert_true(q[i] >= 2 && q[i] <= 0xffffff);
+		for (k = 0; k < i; k++)
+			assert_true(q[k] != q[i]);
+		if (i && q[i] == ((q[i - 1] + 1) & 0xffffff))
+			next++;
+		low_half += q[i] < 0x800000;
+	}
+	fprintf(stderr,
+		"# 1000 QP numbers: %u followed the one before, %u in the low half\n",
+		next, low_half);
+	assert_true(next <= 2);
+	assert_true(low_half > 400 && low_half < 600);
+	swiw_broker_close(b);
+}
+
 static void test_control_errors(void **state)
 {
 	struct swiw_broker *b1 = open_ok(), *b2 = open_ok();
@@ -1252,6 +1281,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_qpn_unique_many, new_netns),
 		cmocka_unit_test_setup(test_qpn_not_reused, new_netns),
+		cmocka_unit_test_setup(test_qpn_random, new_netns),
 		cmocka_unit_test_setup(test_control_errors, new_netns),
 		cmocka_unit_test_setup(test_local_protocol_abuse, new_netns),
 		cmocka_unit_test_setup(test_second_broker_loses, new_netns),

@@ -146,7 +146,12 @@ struct brk {
 	/* The QP table: chained hash, grown by doubling. */
 	struct brk_qp **qp_hash;
 	unsigned int qp_hash_size, nqps;
-	uint32_t qpn_cursor;
+	/* QP numbers handed out this epoch (one bit each), how many, and
+	 * random octets not used yet (swiw_broker_session.c). */
+	uint8_t *qpn_used;
+	uint32_t qpn_epoch;
+	uint8_t rnd[4096];
+	unsigned int rnd_left;
 };
 
 /* swiw_broker_main.c */

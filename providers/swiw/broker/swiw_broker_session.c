@@ -3,12 +3,13 @@
  * The broker's clients: one session per process (a control socket and an
  * event socket), the QPs each registers, and the table of QP numbers.
  *
- * QP numbers: 24 bits, never 0 or 1, unique in the namespace. A cursor
- * that starts at a random point and only moves forward hands them out, so
- * a number comes back only after the other sixteen million have been
- * used: a peer that still remembers a released QP cannot reach its
- * successor by accident, and a restarted broker is unlikely to repeat
- * the numbers of its predecessor.
+ * QP numbers: 24 bits, never 0 or 1, unique in the namespace, drawn at
+ * random (getrandom) among those not handed out in this epoch. Nobody
+ * can tell another program's next number from the ones they were given,
+ * so knowing a QP number proves the application exchanged it. An epoch
+ * ends after half the space (8M numbers) has been handed out, so a
+ * number comes back only after millions of others: a peer that still
+ * remembers a released QP cannot reach its successor by accident.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -26,18 +27,17 @@
 
 /* --- the QP table ------------------------------------------------------- */
 
+#define QPN_SPACE (SWIW_BROKER_QPN_MAX + 1u)
+#define QPN_EPOCH (QPN_SPACE / 2)
+
 int brk_qp_table_init(struct brk *b)
 {
-	uint32_t r = 0;
-
 	b->qp_hash_size = 1024;
 	b->qp_hash = calloc(b->qp_hash_size, sizeof(*b->qp_hash));
-	if (!b->qp_hash)
+	b->qpn_used = calloc(QPN_SPACE / 8, 1);
+	if (!b->qp_hash || !b->qpn_used)
 		return ENOMEM;
-	if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != sizeof(r))
-		r = (uint32_t)getpid() * 2654435761u ^ (uint32_t)brk_now();
-	b->qpn_cursor = SWIW_BROKER_QPN_MIN +
-			r % (SWIW_BROKER_QPN_MAX - SWIW_BROKER_QPN_MIN + 1);
+	b->rnd_left = 0;
 	return 0;
 }
 
@@ -45,6 +45,50 @@ void brk_qp_table_free(struct brk *b)
 {
 	free(b->qp_hash);
 	b->qp_hash = NULL;
+	free(b->qpn_used);
+	b->qpn_used = NULL;
+}
+
+/* 24 random bits, from getrandom in blocks. */
+static int qpn_random(struct brk *b, uint32_t *n)
+{
+	const uint8_t *p;
+
+	if (b->rnd_left < 3) {
+		ssize_t got = getrandom(b->rnd, sizeof(b->rnd), 0);
+
+		if (got < 3)
+			return EAGAIN; /* no entropy: no guessable number */
+		b->rnd_left = (unsigned int)got;
+	}
+	p = b->rnd + b->rnd_left - 3;
+	b->rnd_left -= 3;
+	*n = (uint32_t)p[0] << 16 | (uint32_t)p[1] << 8 | p[2];
+	return 0;
+}
+
+static bool qpn_taken(const struct brk *b, uint32_t n)
+{
+	return b->qpn_used[n >> 3] & (1u << (n & 7));
+}
+
+static void qpn_take(struct brk *b, uint32_t n)
+{
+	b->qpn_used[n >> 3] |= (uint8_t)(1u << (n & 7));
+	b->qpn_epoch++;
+}
+
+/* A new epoch: only the numbers in use stay taken. */
+static void qpn_new_epoch(struct brk *b)
+{
+	struct brk_qp *q;
+	unsigned int i;
+
+	memset(b->qpn_used, 0, QPN_SPACE / 8);
+	b->qpn_epoch = 0;
+	for (i = 0; i < b->qp_hash_size; i++)
+		for (q = b->qp_hash[i]; q; q = q->hnext)
+			qpn_take(b, q->qpn);
 }
 
 static unsigned int qp_slot(const struct brk *b, uint32_t qpn)
@@ -86,11 +130,6 @@ static void qp_table_grow(struct brk *b)
 	free(from);
 }
 
-static uint32_t qpn_next(uint32_t q)
-{
-	return q >= SWIW_BROKER_QPN_MAX ? SWIW_BROKER_QPN_MIN : q + 1;
-}
-
 static int qp_alloc(struct brk *b, struct brk_session *s, uint32_t *qpn)
 {
 	struct brk_qp *q;
@@ -98,14 +137,19 @@ static int qp_alloc(struct brk *b, struct brk_session *s, uint32_t *qpn)
 
 	if (s->nqps >= b->o.max_session_qps || b->nqps >= b->o.max_qps)
 		return ENOSPC;
+	if (b->qpn_epoch >= QPN_EPOCH)
+		qpn_new_epoch(b);
+	/* At most half the space is taken: two draws a number, on average. */
+	do {
+		int err = qpn_random(b, &n);
+
+		if (err)
+			return err;
+	} while (n < SWIW_BROKER_QPN_MIN || qpn_taken(b, n));
 	q = calloc(1, sizeof(*q));
 	if (!q)
 		return ENOMEM;
-	/* max_qps is far below 2^24: a free number is always near. */
-	do {
-		n = b->qpn_cursor;
-		b->qpn_cursor = qpn_next(n);
-	} while (brk_qp_find(b, n));
+	qpn_take(b, n);
 	q->qpn = n;
 	q->state = BRK_QP_REGISTERED;
 	q->s = s;
