@@ -512,6 +512,80 @@ static void test_idle_exit(void **state)
 	swiw_broker_close(b);
 }
 
+/* In a child as nobody: swiw_broker_open's errno and the broker's pid,
+ * reported on @res; the session held until a byte comes on @hold (if
+ * >= 0). */
+static pid_t open_as_nobody(int res, int hold)
+{
+	pid_t pid = fork();
+	struct swiw_broker *b = NULL;
+	int r[2] = { 0, 0 };
+	char c;
+
+	if (pid)
+		return pid;
+	if (setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534))
+		_exit(2);
+	r[0] = swiw_broker_open(NULL, &b);
+	if (!r[0])
+		r[1] = (int)swiw_broker_pid(b);
+	if (write(res, r, sizeof(r)) != sizeof(r))
+		_exit(3);
+	if (!r[0] && hold >= 0 && read(hold, &c, 1) < 0)
+		_exit(4);
+	swiw_broker_close(b);
+	_exit(0);
+}
+
+/*
+ * The broker's abstract name is anybody's to take. A broker another
+ * user started (nobody here) is not trusted by root's programs: they
+ * fail with EACCES and do not talk to it. nobody's other programs use
+ * it; and once it is gone, root's broker serves nobody too.
+ */
+static void test_untrusted_broker(void **state)
+{
+	int res[2], hold[2], r[2], st;
+	struct swiw_broker *b = NULL;
+	pid_t p1, p2, theirs;
+	uint64_t end;
+
+	(void)state;
+	assert_int_equal(pipe(res), 0);
+	assert_int_equal(pipe(hold), 0);
+	p1 = open_as_nobody(res[1], hold[0]);
+	assert_int_equal(read(res[0], r, sizeof(r)), sizeof(r));
+	assert_int_equal(r[0], 0);
+	theirs = r[1];
+	assert_int_equal(swiw_broker_open(NULL, &b), EACCES);
+	p2 = open_as_nobody(res[1], -1);
+	assert_int_equal(read(res[0], r, sizeof(r)), sizeof(r));
+	assert_int_equal(r[0], 0);
+	assert_int_equal(r[1], theirs);
+	assert_int_equal(waitpid(p2, &st, 0), p2);
+	/* nobody lets go: its broker exits (root knocking would keep it
+	 * alive: wait for the process), and root starts its own. */
+	assert_int_equal(write(hold[1], "x", 1), 1);
+	assert_int_equal(waitpid(p1, &st, 0), p1);
+	end = now_ms() + 8000;
+	while (!gone(theirs)) {
+		assert_true(now_ms() < end);
+		sleep_ms(20);
+	}
+	assert_int_equal(swiw_broker_open(NULL, &b), 0);
+	assert_true(swiw_broker_pid(b) != theirs);
+	p2 = open_as_nobody(res[1], -1);
+	assert_int_equal(read(res[0], r, sizeof(r)), sizeof(r));
+	assert_int_equal(r[0], 0);
+	assert_int_equal(r[1], swiw_broker_pid(b));
+	assert_int_equal(waitpid(p2, &st, 0), p2);
+	swiw_broker_close(b);
+	close(res[0]);
+	close(res[1]);
+	close(hold[0]);
+	close(hold[1]);
+}
+
 static void test_second_broker_loses(void **state)
 {
 	pid_t first = start_broker("--idle-ms", "0", NULL), second;
@@ -1306,6 +1380,7 @@ int main(void)
 		cmocka_unit_test_setup(test_dial_retry_until_broker, new_netns),
 		cmocka_unit_test_setup(test_dial_timeout, new_netns),
 		cmocka_unit_test_setup(test_idle_exit, new_netns),
+		cmocka_unit_test_setup(test_untrusted_broker, new_netns),
 	};
 
 	if (geteuid()) {

@@ -94,6 +94,25 @@ static void set_timeouts(int fd, unsigned int ms)
 
 /* --- finding and starting the broker ---------------------------------- */
 
+/* The uid of the last broker this thread found untrusted, for the message. */
+static __thread uid_t broker_uid;
+
+/*
+ * The abstract name is anybody's to take: a broker is trusted only if it
+ * runs as this process's user or as root (EACCES, with its uid in
+ * *@uid, otherwise), so another user cannot stand in for it.
+ */
+static int ctl_trusted(int fd, uid_t *uid)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len))
+		return errno;
+	*uid = cred.uid;
+	return cred.uid == geteuid() || cred.uid == 0 ? 0 : EACCES;
+}
+
 /* Connects a control socket to the namespace's broker: 0 or an errno. */
 static int ctl_connect(int *out)
 {
@@ -111,6 +130,11 @@ static int ctl_connect(int *out)
 		err = errno;
 		close(fd);
 		return err == EAGAIN ? ETIMEDOUT : err;
+	}
+	err = ctl_trusted(fd, &broker_uid);
+	if (err) {
+		close(fd);
+		return err;
 	}
 	*out = fd;
 	return 0;
@@ -420,6 +444,10 @@ int swiw_broker_open(const struct swiw_broker_opts *opts,
 		swiw_err(
 			"cannot reach the connection broker of this network namespace: %s",
 			strerror(err));
+	else if (err == EACCES)
+		swiw_err(
+			"the connection broker of this network namespace runs as uid %u, neither this user nor root: not trusted (have root run swiw-broker for every user, swiw(7))",
+			(unsigned int)broker_uid);
 	pthread_mutex_destroy(&b->lock);
 	free(b);
 	return err;
