@@ -1419,6 +1419,81 @@ static void test_killed_sender(void)
 }
 
 /*
+ * A child killed while its helper answers a large Read whose requester
+ * keeps its window shut (the parent detaches after sending the Request
+ * and reads nothing): the rest of the response must not go out after
+ * the child's pages are unpinned and freed. What TCP had taken before
+ * arrives, the stream then ends, and far less than the Read comes.
+ */
+static void test_killed_responder_window_shut(void)
+{
+	size_t len = 32u << 20, got = 0;
+	uint8_t *src = map_anon(len, false), *buf = malloc(1 << 16);
+	struct timeval tv = { .tv_sec = 3 };
+	long base_pins, base_refs;
+	int sa, sb, pfd[2], status, end_err = 0;
+	uint32_t stag = 0;
+	struct swiw_rxev ev;
+	struct ep a;
+	ssize_t n;
+	pid_t pid;
+
+	printf("# killed responder, window shut\n");
+	if (!src || !buf || tcp_pair(&sa, &sb) || pipe(pfd)) {
+		CHECK(0, "setup");
+		return;
+	}
+	base_pins = pins();
+	base_refs = module_refcnt();
+	pid = fork();
+	if (!pid) {
+		struct ep b;
+
+		close(pfd[0]);
+		close(sa);
+		memset(src, 0x6b, len);
+		if (ep_open(&b, sb, SWIW_ATTACH_CRC) ||
+		    reg_mr(b.fd, src, len, ACC_REMOTE_READ, &stag) ||
+		    send_u32(pfd[1], stag))
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	close(sb);
+	close(pfd[1]);
+	CHECK(!recv_u32(pfd[0], &stag), "child's STag");
+	CHECK(!ep_open(&a, sa, SWIW_ATTACH_CRC), "attach a");
+	CHECK(!op_read(&a, buf, 0x1234, (uint32_t)len, stag, (uintptr_t)src) &&
+		      !ep_doorbell(&a) && !want_event(&a, SWIW_RXEV_SENT, &ev),
+	      "the Read Request went out");
+	/* The socket is ours again: nobody reads it, the window shuts. */
+	CHECK(!ep_detach(&a), "detach a");
+	a.sock = -1;
+	ep_close(&a);
+	usleep(500000);
+	kill(pid, SIGKILL);
+	CHECK(waitpid(pid, &status, 0) == pid && WIFSIGNALED(status),
+	      "child killed");
+	CHECK(settles(pins, base_pins), "pins %ld, want %ld", pins(),
+	      base_pins);
+	CHECK(settles(module_refcnt, base_refs), "module refcnt %ld, want %ld",
+	      module_refcnt(), base_refs);
+	setsockopt(sa, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	while ((n = recv(sa, buf, 1 << 16, 0)) > 0)
+		got += (size_t)n;
+	end_err = n < 0 ? errno : 0;
+	printf("# %zu of %zu octets came after the child died; the stream ended: %s\n",
+	       got, len, end_err ? strerror(end_err) : "EOF");
+	CHECK(got < len / 2, "%zu octets: the response went on", got);
+	CHECK(end_err != EAGAIN && end_err != EWOULDBLOCK,
+	      "the stream did not end");
+	close(sa);
+	close(pfd[0]);
+	free(buf);
+	munmap(src, len);
+}
+
+/*
  * Under RLIMIT_MEMLOCK, without CAP_IPC_LOCK: regions used by streams
  * and deregistered (while held, or after) give their charge back each
  * time, so the same registrations succeed round after round.
@@ -1619,6 +1694,7 @@ int main(int argc, char **argv)
 	test_stopped_owner();
 	test_killed_owner();
 	test_killed_sender();
+	test_killed_responder_window_shut();
 	test_memlock();
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
