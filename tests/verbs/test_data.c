@@ -700,7 +700,15 @@ static void test_peer_closed(void **state)
 	struct ibv_wc wc[64];
 	enum ibv_event_type t;
 	int i, n, seen[16] = { 0 };
+	struct ibv_sge one = { (uintptr_t)f->a.src, 1, f->a.smr->lkey };
 
+	/* Connected first: a Write completes once sent. Which side dials
+	 * depends on the (random) QP numbers, and a responder whose
+	 * initiator is destroyed before it dials has no deadline yet. */
+	post(&f->a, 50, IBV_WR_RDMA_WRITE, &one, 1, IBV_SEND_SIGNALED,
+	     (uintptr_t)f->b.dst, f->b.dmr->rkey, 0);
+	assert_int_equal(wait_cq(f->a.scq, wc, 1), 1);
+	check_wc(&wc[0], 50, IBV_WC_RDMA_WRITE, 0);
 	for (i = 0; i < 4; i++)
 		post_recv(&f->a, 100 + (uint64_t)i, f->a.dst, 64);
 	for (i = 0; i < 8; i++)
