@@ -439,8 +439,11 @@ int swiw_mr_atomic(struct swiw_kmr *mr, u64 addr,
 	unsigned int off;
 	u64 *p, cur, next;
 
+	/* Aligned in memory too: an iova need not be congruent to the
+	 * address, and a word at a page's last four octets would reach
+	 * into a page that is not the region's. */
 	if ((addr & 7) || !mr->writable || READ_ONCE(mr->dead) ||
-	    !swiw_mr_locate(mr, addr, 8, &pg, &off))
+	    !swiw_mr_locate(mr, addr, 8, &pg, &off) || (off & 7))
 		return -EFAULT;
 	p = kmap_local_page(mr->pages[pg]) + off;
 	cur = READ_ONCE(*p);

@@ -652,10 +652,10 @@ static int swiw_stream_hook(struct swiw_kstream *s)
 /*
  * Stops a stream that is no longer in the table: the callbacks go back
  * if they are still ours (none of ours runs once the write lock is
- * dropped), the work items are
- * cancelled (dead makes a run that already started a no-op), the lower
- * half drops its regions and reports an RQE it held, and the socket and
- * rings are let go. Safe in any state, from DETACH or release().
+ * dropped), the work items are cancelled (dead makes a run that already
+ * started a no-op), the lower half drops its regions and reports an RQE
+ * it held, and the socket and rings are let go. Safe in any state, from
+ * DETACH or release().
  */
 static void swiw_stream_teardown(struct swiw_kstream *s)
 {

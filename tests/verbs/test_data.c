@@ -454,6 +454,47 @@ static void test_iova(void **state)
 }
 
 /*
+ * An iova need not be congruent to the address modulo 8: an atomic at an
+ * aligned iova whose memory is not aligned (here the last four octets of
+ * a page) fails, and no octet of the region changes (the kernel helper
+ * once wrote that word across the page's end, into a page that is not
+ * the region's).
+ */
+static void test_iova_atomic_misaligned(void **state)
+{
+	struct fx *f = *state;
+	uint8_t *m = f->b.dst;
+	const uint64_t k = (4092 - ((uintptr_t)m & 4095) + 4096) & 4095;
+	const uint64_t iova = 0x5a5a0001000ULL - k;
+	struct ibv_sge as = { (uintptr_t)f->a.dst, 8, f->a.dmr->lkey };
+	struct ibv_send_wr wr = { .wr_id = 1,
+				  .sg_list = &as,
+				  .num_sge = 1,
+				  .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD,
+				  .send_flags = IBV_SEND_SIGNALED },
+			   *bad;
+	struct ibv_mr *mr;
+	struct ibv_wc wc;
+
+	assert_true(k + 16 < BUF);
+	memset(m, 0x5c, BUF);
+	mr = ibv_reg_mr_iova(f->pd, m, BUF, iova,
+			     MR_ACC | IBV_ACCESS_REMOTE_ATOMIC);
+	assert_non_null(mr);
+	wr.wr.atomic.remote_addr = iova + k; /* aligned; m + k is not */
+	wr.wr.atomic.compare_add = 1;
+	wr.wr.atomic.rkey = mr->rkey;
+	assert_int_equal(ibv_post_send(f->a.qp, &wr, &bad), 0);
+	assert_int_equal(wait_cq(f->a.scq, &wc, 1), 1);
+	assert_int_equal(wc.wr_id, 1);
+	assert_int_not_equal(wc.status, IBV_WC_SUCCESS);
+	for (size_t i = 0; i < BUF; i++)
+		if (m[i] != 0x5c)
+			fail_msg("octet %zu of the region changed", i);
+	ibv_dereg_mr(mr);
+}
+
+/*
  * 64 Reads against ORD 16: the rest wait in the SQ for responses. With
  * @nap the program sleeps between polls, so whoever takes a response
  * (the progress thread) sends the next Read; no doorbell rings for them.
@@ -1732,6 +1773,7 @@ int main(void)
 		T(test_imm),
 		T(test_write_read),
 		T(test_iova),
+		T(test_iova_atomic_misaligned),
 		T(test_many_reads),
 		T(test_many_reads_napping),
 		T(test_unsignaled),
