@@ -160,6 +160,7 @@ struct swiw_qp {
 	bool expected; /* the broker knows the QP's peer */
 	bool dialing; /* initiator: dial in progress */
 	bool conn_wait; /* responder: waiting for the hand-over */
+	uint64_t conn_due; /* responder: gives up then (broker clock, ms) */
 	struct swiw_qpx *qpx; /* ibv_qp_ex builders' state, or NULL */
 	/* Connected by the CM (swiw_setup_cm.c): RTR needs no peer, and the
 	 * engine takes the QP to RTS when MPA completes. */

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -1423,10 +1424,85 @@ static void test_cancel_in_verbs(void **state)
 	free(ca);
 }
 
+static char **robust_argv;
+
+/*
+ * A responder whose peer program went away after the out-of-band
+ * exchange: the peer's QP never reaches RTR and nothing ever dials. The
+ * responder gives up after twice connect_timeout: QP_FATAL, ERR, and
+ * every WR it holds flushes. Runs in a child with connect_timeout 500ms
+ * (the default would take 20 s).
+ */
+static void test_responder_no_peer(void **state)
+{
+	struct fx *f = *state;
+	struct ibv_qp *r, *gone;
+	struct ibv_cq *scq, *rcq;
+	struct ibv_wc wc[8];
+	struct ibv_sge sge;
+	long t0, took;
+	int i, ev, status;
+	pid_t pid;
+
+	if (!getenv("SWIW_ROBUST_CHILD")) {
+		fflush(NULL);
+		pid = fork();
+		assert_true(pid >= 0);
+		if (!pid) {
+			setenv("SWIW_CONNECT_TIMEOUT", "500ms", 1);
+			setenv("SWIW_TEST_FILTER", "test_responder_no_peer", 1);
+			setenv("SWIW_ROBUST_CHILD", "1", 1);
+			execv("/proc/self/exe", robust_argv);
+			_exit(127);
+		}
+		assert_int_equal(waitpid(pid, &status, 0), pid);
+		assert_true(WIFEXITED(status));
+		assert_int_equal(WEXITSTATUS(status), 0);
+		return;
+	}
+	f->a = rt_make_qp(f->pd, f->ascq, f->arcq, DEPTH);
+	f->b = rt_make_qp(f->pd, f->bscq, f->brcq, DEPTH);
+	assert_non_null(f->a);
+	assert_non_null(f->b);
+	/* On one GID the higher QP number answers. */
+	r = f->a->qp_num > f->b->qp_num ? f->a : f->b;
+	gone = r == f->a ? f->b : f->a;
+	scq = r == f->a ? f->ascq : f->bscq;
+	rcq = r == f->a ? f->arcq : f->brcq;
+	assert_int_equal(rt_to_rts(r, &f->gid, gone->qp_num), 0);
+	t0 = rt_now_ms();
+	sge = (struct ibv_sge){ (uintptr_t)f->asrc, 64, f->asmr->lkey };
+	for (i = 0; i < 4; i++) {
+		assert_int_equal(rt_post_recv(r, 100 + i, f->adst, 64,
+					      f->admr->lkey),
+				 0);
+		assert_int_equal(rt_post(r, i, IBV_WR_SEND, &sge,
+					 IBV_SEND_SIGNALED, 0, 0),
+				 0);
+	}
+	ev = rt_event(f->ctx, r, 6000);
+	took = rt_now_ms() - t0;
+	fprintf(stderr, "QP %u alone: event %d after %ld ms\n", r->qp_num, ev,
+		took);
+	assert_int_equal(ev, IBV_EVENT_QP_FATAL);
+	assert_true(took >= 900);
+	assert_int_equal(rt_state(r), IBV_QPS_ERR);
+	assert_int_equal(rt_expect(scq, wc, 8, 4, 2000), 4);
+	for (i = 0; i < 4; i++) {
+		assert_int_equal(wc[i].wr_id, i);
+		assert_int_equal(wc[i].status, IBV_WC_WR_FLUSH_ERR);
+	}
+	assert_int_equal(rt_expect(rcq, wc, 8, 4, 2000), 4);
+	for (i = 0; i < 4; i++) {
+		assert_int_equal(wc[i].wr_id, 100 + i);
+		assert_int_equal(wc[i].status, IBV_WC_WR_FLUSH_ERR);
+	}
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 #define TB(fn) cmocka_unit_test_setup_teardown(fn, setup_bare, teardown)
 
-int main(void)
+int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		T(test_flush_on_err),
@@ -1452,8 +1528,11 @@ int main(void)
 		T(test_threads_shared_qp),
 		T(test_threads_post_during_err),
 		T(test_cancel_in_verbs),
+		TB(test_responder_no_peer),
 	};
 
+	(void)argc;
+	robust_argv = argv;
 	/* One test by name (a cmocka pattern), for loops over a race. */
 	if (getenv("SWIW_TEST_FILTER"))
 		cmocka_set_test_filter(getenv("SWIW_TEST_FILTER"));

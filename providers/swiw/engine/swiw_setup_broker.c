@@ -11,7 +11,11 @@
  *   before the Reply comes back here through swiw_conn_redial();
  * - responder: the broker's event socket is in the engine's epoll set;
  *   swiw_conn_broker_event() takes the handed connections and attaches
- *   them as MPA responder, with the Request already read.
+ *   them as MPA responder, with the Request already read. A responder
+ *   whose peer never dials (it died after the out-of-band exchange)
+ *   fails after twice connect_timeout, so its WRs flush: the peer's own
+ *   RTR may come later than ours, and its dialer then tries for
+ *   connect_timeout.
  *
  * Everything here but the session's opening runs under the engine lock
  * (bk_open_lock, held while a broker is started, comes before it); the
@@ -249,6 +253,9 @@ int swiw_conn_rtr(struct swiw_qp *qp, const union ibv_gid *sgid, int ifindex)
 		swiw_eng_doorbell();
 	} else {
 		qp->conn_wait = true;
+		qp->conn_due = swiw_broker_now_ms() +
+			       2 * (uint64_t)swiw_config()->connect_timeout_ms;
+		swiw_eng_doorbell(); /* the thread's sleep gets the deadline */
 	}
 	swiw_eng_unlock();
 	return 0;
@@ -293,7 +300,7 @@ static void dial_done(struct swiw_qp *qp, int fd)
 	}
 }
 
-/* Progress of the dialing QPs, from the engine loop. */
+/* Progress of the dialing QPs, and waiting ones' deadlines. */
 void swiw_conn_run(void)
 {
 	uint64_t now = swiw_broker_now_ms();
@@ -302,6 +309,14 @@ void swiw_conn_run(void)
 
 	swiw_eng_assert_held();
 	for (qp = conn_qps; qp; qp = qp->conn_next) {
+		if (qp->conn_wait && !qp->stream && qp->conn_due <= now) {
+			swiw_err(
+				"QP %u: no connection from QP %u in %u ms; is the peer program still there?",
+				qp->vqp.qp.qp_num, qp->dest_qpn,
+				2 * swiw_config()->connect_timeout_ms);
+			conn_fail(qp);
+			continue;
+		}
 		if (!qp->dialing)
 			continue;
 		if (swiw_broker_dial_fd(&qp->dial) < 0 &&
@@ -321,7 +336,7 @@ void swiw_conn_run(void)
 	}
 }
 
-/* How long the engine may sleep for the dialers: -1 for ever. */
+/* How long the engine may sleep for dialers and waiters: -1 for ever. */
 int swiw_conn_timeout_ms(void)
 {
 	uint64_t now = 0, due, best = UINT64_MAX;
@@ -329,10 +344,15 @@ int swiw_conn_timeout_ms(void)
 
 	swiw_eng_assert_held();
 	for (qp = conn_qps; qp; qp = qp->conn_next) {
-		if (!qp->dialing)
+		if (!qp->dialing && !(qp->conn_wait && !qp->stream))
 			continue;
-		if (!now) /* no clock read while nothing dials */
+		if (!now) /* no clock read while nothing waits */
 			now = swiw_broker_now_ms();
+		if (!qp->dialing) {
+			if (qp->conn_due < best)
+				best = qp->conn_due;
+			continue;
+		}
 		/* A connect in flight is polled, not waited for. */
 		due = swiw_broker_dial_fd(&qp->dial) >= 0 ?
 			      now + 1 :
