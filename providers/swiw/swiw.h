@@ -161,6 +161,10 @@ struct swiw_qp {
 	bool dialing; /* initiator: dial in progress */
 	bool conn_wait; /* responder: waiting for the hand-over */
 	uint64_t conn_due; /* responder: gives up then (broker clock, ms) */
+	/* The PSNs the QP was given, as the broker's PSN words (KNOWN | PSN,
+	 * 0 while unknown): receive from RTR, send from RTS. */
+	uint32_t bk_rq_psn, bk_sq_psn;
+	bool sq_psn_given; /* modify_qp set IBV_QP_SQ_PSN (state_lock) */
 	struct swiw_qpx *qpx; /* ibv_qp_ex builders' state, or NULL */
 	/* Connected by the CM (swiw_setup_cm.c): RTR needs no peer, and the
 	 * engine takes the QP to RTS when MPA completes. */
@@ -325,6 +329,7 @@ void swiw_cm_mark_qp(struct ibv_qp *qp);
 int swiw_conn_qp_create(struct swiw_qp *qp);
 void swiw_conn_qp_destroy(struct swiw_qp *qp);
 int swiw_conn_rtr(struct swiw_qp *qp, const union ibv_gid *sgid, int ifindex);
+void swiw_conn_rts(struct swiw_qp *qp);
 void swiw_conn_stop(struct swiw_qp *qp);
 struct ibv_qp *swiw_conn_qp_lookup(struct ibv_context *ctx, uint32_t qpn);
 

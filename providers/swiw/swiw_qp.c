@@ -283,8 +283,10 @@ int swiw_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 	if (mask & IBV_QP_MAX_QP_RD_ATOMIC)
 		__atomic_store_n(&qp->ord, attr->max_rd_atomic,
 				 __ATOMIC_RELAXED);
-	if (mask & IBV_QP_SQ_PSN)
+	if (mask & IBV_QP_SQ_PSN) {
 		qp->sq_psn = attr->sq_psn;
+		qp->sq_psn_given = true;
+	}
 	if (mask & IBV_QP_RQ_PSN)
 		qp->rq_psn = attr->rq_psn;
 	if (cur == IBV_QPS_INIT && next == IBV_QPS_RTR) {
@@ -298,6 +300,8 @@ int swiw_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 			goto out;
 	}
 	__atomic_store_n(&qp->state, next, __ATOMIC_RELEASE);
+	if (cur == IBV_QPS_RTR && next == IBV_QPS_RTS && !qp->cm)
+		swiw_conn_rts(qp);
 	if (next == IBV_QPS_ERR) {
 		swiw_conn_stop(qp);
 		swiw_engine_flush_qp(qp);
@@ -305,6 +309,7 @@ int swiw_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 		int rerr;
 
 		swiw_conn_stop(qp);
+		qp->sq_psn_given = false;
 		swiw_engine_reset_qp(qp);
 		rerr = swiw_engine_renew_rq(qp);
 		if (rerr)

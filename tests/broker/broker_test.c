@@ -7,13 +7,39 @@
 
 #include "broker_test.h"
 
+static int request(struct bt_init *I, const struct swiw_broker_pd *req,
+		   const void *pd, uint16_t pd_len, size_t *len);
+
 int bt_request(struct bt_init *I, uint32_t src, uint32_t dst, uint64_t nonce,
 	       const void *pd, uint16_t pd_len, size_t *len)
 {
 	struct swiw_broker_pd req = { .type = SWIW_BROKER_PD_REQUEST,
 				      .src_qpn = src,
 				      .dst_qpn = dst,
-				      .nonce = nonce };
+				      .nonce = nonce,
+				      .sq_psn = BT_KNOWN(BT_PSN_I),
+				      .rq_psn = BT_KNOWN(BT_PSN_R) };
+
+	return request(I, &req, pd, pd_len, len);
+}
+
+int bt_request_psn(struct bt_init *I, uint32_t src, uint32_t dst,
+		   uint64_t nonce, uint32_t sq_psn, uint32_t rq_psn,
+		   size_t *len)
+{
+	struct swiw_broker_pd req = { .type = SWIW_BROKER_PD_REQUEST,
+				      .src_qpn = src,
+				      .dst_qpn = dst,
+				      .nonce = nonce,
+				      .sq_psn = sq_psn,
+				      .rq_psn = rq_psn };
+
+	return request(I, &req, NULL, 0, len);
+}
+
+static int request(struct bt_init *I, const struct swiw_broker_pd *req,
+		   const void *pd, uint16_t pd_len, size_t *len)
+{
 	uint8_t block[SWIW_BROKER_PD_LEN];
 	struct swiw_mpa_ulp ulp = { .ird = 16, .ord = 16 };
 	struct swiw_mpa_cfg cfg;
@@ -25,12 +51,12 @@ int bt_request(struct bt_init *I, uint32_t src, uint32_t dst, uint64_t nonce,
 			     sizeof(I->tx), I->pd, sizeof(I->pd));
 	if (err)
 		return err;
-	I->nonce = nonce;
+	I->nonce = req->nonce;
 	if (pd) {
 		ulp.pd = pd;
 		ulp.pd_len = pd_len;
 	} else {
-		err = swiw_broker_pd_encode(&req, block, sizeof(block), &blen);
+		err = swiw_broker_pd_encode(req, block, sizeof(block), &blen);
 		if (err)
 			return err;
 		ulp.pd = block;
@@ -106,7 +132,8 @@ int bt_accept(const struct swiw_broker_conn *c)
 	struct swiw_broker_pd acc = { .type = SWIW_BROKER_PD_ACCEPT,
 				      .src_qpn = c->qpn,
 				      .dst_qpn = c->peer_qpn,
-				      .nonce = c->nonce };
+				      .nonce = c->nonce,
+				      .rq_psn = BT_KNOWN(BT_PSN_I) };
 	uint8_t tx[SWIW_MPA_FRAME_MAX], pdb[SWIW_MPA_PD_MAX];
 	uint8_t block[SWIW_BROKER_PD_LEN];
 	struct swiw_mpa_ulp ulp = { .ird = 16, .ord = 16 };

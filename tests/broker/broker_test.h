@@ -30,11 +30,26 @@ struct bt_init {
 };
 
 /*
+ * The PSNs the tests' QPs exchanged "out of band": the initiator's send
+ * PSN (the responder's receive PSN, given to expect) and the responder's
+ * send PSN (the initiator's receive PSN).
+ */
+#define BT_PSN_I 0x1a2b3cu
+#define BT_PSN_R 0x4d5e6fu
+#define BT_KNOWN(psn) (SWIW_BROKER_PSN_KNOWN | (psn))
+
+/*
  * Builds a Request from QP @src to QP @dst in I->tx (length in *@len):
- * the swiw block unless @pd is given (then @pd_len octets of it).
+ * the swiw block, with send PSN BT_PSN_I and receive PSN BT_PSN_R, unless
+ * @pd is given (then @pd_len octets of it).
  */
 int bt_request(struct bt_init *I, uint32_t src, uint32_t dst, uint64_t nonce,
 	       const void *pd, uint16_t pd_len, size_t *len);
+
+/* The same with the block's PSN words given (0: not known). */
+int bt_request_psn(struct bt_init *I, uint32_t src, uint32_t dst,
+		   uint64_t nonce, uint32_t sq_psn, uint32_t rq_psn,
+		   size_t *len);
 
 /* Writes all of @buf; 0 or an errno. */
 int bt_send_all(int fd, const void *buf, size_t len);
@@ -44,8 +59,8 @@ int bt_read_reply(struct bt_init *I, int fd, int ms, struct swiw_broker_pd *pd);
 
 /*
  * Responder: runs the MPA machine on the handed-over Request and answers
- * with an Accept block (src c->qpn, dst c->peer_qpn, the nonce). 0 or an
- * errno.
+ * with an Accept block (src c->qpn, dst c->peer_qpn, the nonce, receive
+ * PSN BT_PSN_I). 0 or an errno.
  */
 int bt_accept(const struct swiw_broker_conn *c);
 

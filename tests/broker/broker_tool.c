@@ -9,8 +9,10 @@
  *	moves to "RTR" (after --rtr-delay-ms), then connects or waits for
  *	the connection as its role says. Prints "role=...", then
  *	"connected qpn=Q peer_qpn=P peer=ADDR".
- *   request --peer ADDR --src N --dst N [--bind ADDR]
- *	One MPA Request with swiw's block; prints the outcome.
+ *   request --peer ADDR --src N --dst N [--bind ADDR] [--sq-psn N]
+ *	   [--first-block]
+ *	One MPA Request with swiw's block (send PSN N instead of the pair's,
+ *	or the first revision's block, without PSNs); prints the outcome.
  *   dial --peer ADDR [--bind ADDR]
  *	Connects to the peer's broker port, retrying; prints the attempts.
  *
@@ -23,6 +25,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +39,8 @@
 static const char *o_local, *o_peer, *o_bind, *o_out, *o_in;
 static unsigned int o_timeout = 10000, o_rtr_delay;
 static unsigned long o_src, o_dst;
+static long o_sq_psn = -1;
+static bool o_first_block;
 static uint64_t deadline;
 
 static int die(const char *what, int err)
@@ -171,7 +176,8 @@ static int respond(struct swiw_broker *b, uint32_t qpn, uint32_t peer_qpn,
 			return die("recv_conn", err);
 		break;
 	}
-	if (c.qpn != qpn || swiw_broker_conn_verify(&c, peer_gid, peer_qpn)) {
+	if (c.qpn != qpn || swiw_broker_conn_verify(&c, peer_gid, peer_qpn,
+						    BT_KNOWN(BT_PSN_I), 0)) {
 		printf("handed a wrong connection\n");
 		return 3;
 	}
@@ -248,7 +254,7 @@ static int pair(void)
 		return die("exchanging QP numbers", err);
 	sleep_ms(o_rtr_delay);
 	role = swiw_broker_role(lg, q, pg, pq);
-	err = swiw_broker_expect(b, q, pg, pq, role);
+	err = swiw_broker_expect(b, q, pg, pq, BT_PSN_I, role);
 	if (err)
 		return die("expect", err);
 	printf("role=%s\n",
@@ -275,7 +281,24 @@ static int request(void)
 		      left_ms(), &fd);
 	if (err)
 		return die("dial", err);
-	bt_request(&I, (uint32_t)o_src, (uint32_t)o_dst, 1, NULL, 0, &len);
+	if (o_first_block) {
+		struct swiw_broker_pd pd = { .type = SWIW_BROKER_PD_REQUEST,
+					     .src_qpn = (uint32_t)o_src,
+					     .dst_qpn = (uint32_t)o_dst,
+					     .nonce = 1 };
+		uint8_t b[SWIW_BROKER_PD_LEN];
+
+		swiw_broker_pd_encode(&pd, b, sizeof(b), &len);
+		b[7] = 28; /* length: the block as it first was */
+		bt_request(&I, 0, 0, 1, b, 28, &len);
+	} else if (o_sq_psn >= 0) {
+		bt_request_psn(&I, (uint32_t)o_src, (uint32_t)o_dst, 1,
+			       BT_KNOWN((uint32_t)o_sq_psn & 0xffffff),
+			       BT_KNOWN(BT_PSN_R), &len);
+	} else {
+		bt_request(&I, (uint32_t)o_src, (uint32_t)o_dst, 1, NULL, 0,
+			   &len);
+	}
 	bt_send_all(fd, I.tx, len);
 	r = bt_read_reply(&I, fd, (int)left_ms(), &rep);
 	close(fd);
@@ -324,6 +347,8 @@ int main(int argc, char **argv)
 		{ "dst", required_argument, NULL, 'd' },
 		{ "timeout-ms", required_argument, NULL, 't' },
 		{ "rtr-delay-ms", required_argument, NULL, 'r' },
+		{ "sq-psn", required_argument, NULL, 'q' },
+		{ "first-block", no_argument, NULL, 'f' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *cmd;
@@ -362,6 +387,12 @@ int main(int argc, char **argv)
 			break;
 		case 'r':
 			o_rtr_delay = (unsigned int)strtoul(optarg, NULL, 0);
+			break;
+		case 'q':
+			o_sq_psn = strtol(optarg, NULL, 0);
+			break;
+		case 'f':
+			o_first_block = true;
 			break;
 		default:
 			return 2;

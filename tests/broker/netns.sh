@@ -145,6 +145,16 @@ assert_rc 3 "request for a QPN nobody has"
 out_has "^rejected reason=1 "
 [ "$(grep '^rejected' <<<"$OUT")" = "$(grep '^rejected' <<<"$SPOOF_OUT")" ] ||
 	fail "a wrong address and an unknown QPN are told apart: '$SPOOF_OUT' / '$OUT'"
+# Right address and numbers, but not the PSN the pair exchanged.
+run ip netns exec "$NS1" "$TOOL" request --peer 10.77.0.2 --bind 10.77.0.1 \
+	--src "$Q1" --dst "$Q2" --sq-psn 0x123 --timeout-ms 3000
+assert_rc 3 "request with the wrong PSN"
+out_has "^rejected reason=1 "
+# The first revision of the block carries no PSN: refused as a version.
+run ip netns exec "$NS1" "$TOOL" request --peer 10.77.0.2 --bind 10.77.0.1 \
+	--src "$Q1" --dst "$Q2" --first-block --timeout-ms 3000
+assert_rc 3 "request with the first revision's block"
+out_has "^rejected reason=8 "
 wait_tool $P1 "$T_TMP/spoof.1"
 assert_ok "the real initiator after the attempts"
 assert_has "$OUT" "^connected qpn=$Q1 peer_qpn=$Q2 " "the real initiator"
@@ -152,7 +162,7 @@ wait_tool $P2 "$T_TMP/spoof.2"
 assert_ok "the responder after the attempts"
 assert_has "$OUT" "^connected qpn=$Q2 peer_qpn=$Q1 peer=10\.77\.0\.1 " \
 	"the responder got the real one"
-pass "wrong address, wrong QPN, unknown QPN: refused alike; the real peer connects"
+pass "wrong address, wrong QPN, unknown QPN, wrong PSN: refused alike; the real peer connects"
 
 # --- nobody answers -----------------------------------------------------------------
 # No broker on port 7950 anywhere: a clear error after the timeout.

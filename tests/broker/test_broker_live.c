@@ -179,7 +179,8 @@ static void expect_ok(struct swiw_broker *b, uint32_t q, const char *peer,
 	uint8_t g[16];
 
 	assert_int_equal(bt_gid(peer, g), 0);
-	assert_int_equal(swiw_broker_expect(b, q, g, peer_qpn, role), 0);
+	assert_int_equal(swiw_broker_expect(b, q, g, peer_qpn, BT_PSN_I, role),
+			 0);
 }
 
 /* --- playing the initiator -------------------------------------------------- */
@@ -193,6 +194,21 @@ static int send_req(const char *peer, const char *bind, uint32_t src,
 
 	assert_int_equal(bt_dial(peer, PORT, bind, 3000, &fd), 0);
 	assert_int_equal(bt_request(I, src, dst, ++nonce_seq, NULL, 0, &len),
+			 0);
+	assert_int_equal(bt_send_all(fd, I->tx, len), 0);
+	return fd;
+}
+
+/* The same with the block's PSN words given (0: not known). */
+static int send_req_psn(uint32_t src, uint32_t dst, uint32_t sq_psn,
+			uint32_t rq_psn, struct bt_init *I)
+{
+	size_t len;
+	int fd;
+
+	assert_int_equal(bt_dial(LO, PORT, LO, 3000, &fd), 0);
+	assert_int_equal(bt_request_psn(I, src, dst, ++nonce_seq, sq_psn,
+					rq_psn, &len),
 			 0);
 	assert_int_equal(bt_send_all(fd, I->tx, len), 0);
 	return fd;
@@ -242,7 +258,9 @@ static void take_and_accept(struct swiw_broker *b, uint32_t q,
 	assert_memory_equal(c.req, I->tx, c.req_len);
 	assert_int_equal(bt_gid(peer, g), 0);
 	assert_memory_equal(&c.peer.sin6_addr, g, 16);
-	assert_int_equal(swiw_broker_conn_verify(&c, g, peer_qpn), 0);
+	assert_int_equal(swiw_broker_conn_verify(&c, g, peer_qpn,
+						 BT_KNOWN(BT_PSN_I), 0),
+			 0);
 	assert_int_equal(bt_accept(&c), 0);
 	close(c.fd);
 	assert_int_equal(swiw_broker_recv_conn(b, &c), EAGAIN);
@@ -394,17 +412,26 @@ static void test_control_errors(void **state)
 	assert_int_equal(bt_gid(LO, g), 0);
 	/* Another session's QP cannot be touched. */
 	assert_int_equal(swiw_broker_qp_free(b2, q), EPERM);
-	assert_int_equal(swiw_broker_expect(b2, q, g, 5, SWIW_BROKER_RESPONDER),
+	assert_int_equal(swiw_broker_expect(b2, q, g, 5, 0,
+					    SWIW_BROKER_RESPONDER),
 			 EPERM);
 	assert_int_equal(swiw_broker_unexpect(b2, q), EPERM);
 	assert_int_equal(swiw_broker_unexpect(b1, q ^ 0x800000), ENOENT);
-	assert_int_equal(swiw_broker_expect(b1, q, g, 0x1000000,
+	assert_int_equal(swiw_broker_expect(b1, q, g, 0x1000000, 0,
 					    SWIW_BROKER_RESPONDER),
 			 EINVAL);
-	assert_int_equal(swiw_broker_expect(b1, q, g, 5, 7), EINVAL);
-	assert_int_equal(swiw_broker_expect(b1, q, g, 5, SWIW_BROKER_RESPONDER),
-			 0);
+	assert_int_equal(swiw_broker_expect(b1, q, g, 5, 0, 7), EINVAL);
+	assert_int_equal(
+		swiw_broker_expect(b1, q, g, 5, 0, SWIW_BROKER_RESPONDER), 0);
+	/* A send PSN: only for one's own QP in RTR, 24 bits. */
+	assert_int_equal(swiw_broker_sq_psn(b2, q, 5), EPERM);
+	assert_int_equal(swiw_broker_sq_psn(b1, q, 0x1000000), EINVAL);
+	assert_int_equal(swiw_broker_expect(b1, q, g, 5, 0x1000000,
+					    SWIW_BROKER_RESPONDER),
+			 EINVAL);
+	assert_int_equal(swiw_broker_sq_psn(b1, q, 5), 0);
 	assert_int_equal(swiw_broker_unexpect(b1, q), 0);
+	assert_int_equal(swiw_broker_sq_psn(b1, q, 5), EINVAL);
 	assert_int_equal(swiw_broker_pid(b1), swiw_broker_pid(b2));
 	swiw_broker_close(b2);
 	/* b2's end does not disturb b1. */
@@ -675,7 +702,8 @@ static void test_sigkill_drops(void **state)
 		if (swiw_broker_open(NULL, &k) ||
 		    swiw_broker_qp_alloc(k, &q[0]) ||
 		    swiw_broker_qp_alloc(k, &q[1]) ||
-		    swiw_broker_expect(k, q[1], g, me, SWIW_BROKER_RESPONDER) ||
+		    swiw_broker_expect(k, q[1], g, me, BT_PSN_I,
+				       SWIW_BROKER_RESPONDER) ||
 		    write(p[1], q, sizeof(q)) != sizeof(q))
 			_exit(1);
 		for (;;)
@@ -843,7 +871,8 @@ static pid_t responder_kid(int *to_kid, int *from_kid, int ms)
 	    read(a[0], &I, sizeof(I)) != sizeof(I))
 		_exit(1);
 	bt_gid(LO, g);
-	if (swiw_broker_expect(b, r.qpn, g, peer, SWIW_BROKER_RESPONDER))
+	if (swiw_broker_expect(b, r.qpn, g, peer, BT_PSN_I,
+			       SWIW_BROKER_RESPONDER))
 		_exit(1);
 	if (write(bp[1], &r.qpn, sizeof(r.qpn)) != sizeof(r.qpn))
 		_exit(1);
@@ -857,7 +886,9 @@ static pid_t responder_kid(int *to_kid, int *from_kid, int ms)
 		r.ok = c.qpn == r.qpn && c.peer_qpn == peer &&
 		       c.req_len == swiw_mpa_outcome(&I.m)->tx_len &&
 		       !memcmp(c.req, I.tx, c.req_len) &&
-		       !swiw_broker_conn_verify(&c, g, peer) && !bt_accept(&c);
+		       !swiw_broker_conn_verify(&c, g, peer, BT_KNOWN(BT_PSN_I),
+						0) &&
+		       !bt_accept(&c);
 		close(c.fd);
 	}
 	if (write(bp[1], &r, sizeof(r)) != sizeof(r))
@@ -968,8 +999,10 @@ static void test_both_in_one_process(void **state)
 				assert_int_equal(swiw_broker_recv_conn(b, &c),
 						 0);
 				assert_int_equal(c.qpn, res);
-				assert_int_equal(
-					swiw_broker_conn_verify(&c, g, ini), 0);
+				assert_int_equal(swiw_broker_conn_verify(
+							 &c, g, ini,
+							 BT_KNOWN(BT_PSN_I), 0),
+						 0);
 				assert_int_equal(bt_accept(&c), 0);
 				close(c.fd);
 			} else {
@@ -1032,6 +1065,94 @@ static void test_reject_wrong_peer(void **state)
 	fd = send_req(LO, LO, me, q, &I);
 	take_and_accept(b, q, me, LO, &I);
 	expect_accept(&I, fd, me, q);
+	swiw_broker_close(b);
+}
+
+/*
+ * Item 2 of the threat model: the right address and QP numbers are not
+ * enough; the Request must carry a PSN the application gave the QP.
+ */
+static void test_reject_wrong_psn(void **state)
+{
+	struct swiw_broker *b = open_ok();
+	uint32_t q = alloc_ok(b), q2 = alloc_ok(b), me = alloc_ok(b);
+	struct swiw_broker_conn c;
+	struct swiw_broker_pd rep;
+	struct bt_init I;
+	uint8_t g[16], first[SWIW_BROKER_PD_LEN];
+	struct swiw_broker_pd old = { .type = SWIW_BROKER_PD_REQUEST,
+				      .src_qpn = me,
+				      .dst_qpn = q };
+	size_t len;
+	int fd;
+
+	(void)state;
+	assert_int_equal(bt_gid(LO, g), 0);
+	expect_ok(b, q, LO, me, SWIW_BROKER_RESPONDER);
+	/* Another send PSN than the QP's receive PSN: what a stranger
+	 * hears. */
+	fd = send_req_psn(me, q, BT_KNOWN(BT_PSN_I + 1), BT_KNOWN(BT_PSN_R),
+			  &I);
+	assert_int_equal(reply_of(&I, fd, 3000, &rep), BT_REJECTED);
+	assert_int_equal(rep.reason, SWIW_BROKER_R_UNKNOWN_QPN);
+	/* The first revision's block, without PSNs: a version refused. */
+	assert_int_equal(
+		swiw_broker_pd_encode(&old, first, sizeof(first), &len), 0);
+	first[7] = 28;
+	assert_int_equal(bt_dial(LO, PORT, LO, 3000, &fd), 0);
+	assert_int_equal(bt_request(&I, 0, 0, 0, first, 28, &len), 0);
+	assert_int_equal(bt_send_all(fd, I.tx, len), 0);
+	assert_int_equal(reply_of(&I, fd, 3000, &rep), BT_REJECTED);
+	assert_int_equal(rep.reason, SWIW_BROKER_R_VERSION);
+	assert_false(bt_readable(swiw_broker_event_fd(b), 100));
+
+	/* An initiator not in RTS yet sends no send PSN: held until the
+	 * QP's own send PSN can check its receive PSN. */
+	fd = send_req_psn(me, q, 0, BT_KNOWN(BT_PSN_R), &I);
+	assert_false(bt_readable(fd, 200));
+	assert_false(bt_readable(swiw_broker_event_fd(b), 0));
+	assert_int_equal(swiw_broker_sq_psn(b, q, BT_PSN_R), 0);
+	assert_true(bt_readable(swiw_broker_event_fd(b), 3000));
+	assert_int_equal(swiw_broker_recv_conn(b, &c), 0);
+	assert_int_equal(c.qpn, q);
+	/* The engine checks the same again, by its own PSNs. */
+	assert_int_equal(swiw_broker_conn_verify(&c, g, me, BT_KNOWN(BT_PSN_I),
+						 0),
+			 EACCES);
+	assert_int_equal(swiw_broker_conn_verify(&c, g, me, BT_KNOWN(BT_PSN_I),
+						 BT_KNOWN(BT_PSN_R + 1)),
+			 EACCES);
+	assert_int_equal(swiw_broker_conn_verify(&c, g, me, BT_KNOWN(BT_PSN_I),
+						 BT_KNOWN(BT_PSN_R)),
+			 0);
+	assert_int_equal(bt_accept(&c), 0);
+	close(c.fd);
+	expect_accept(&I, fd, me, q);
+
+	/* The same held Request against another send PSN: refused as soon
+	 * as the QP has it. */
+	expect_ok(b, q2, LO, me, SWIW_BROKER_RESPONDER);
+	fd = send_req_psn(me, q2, 0, BT_KNOWN(BT_PSN_R), &I);
+	assert_false(bt_readable(fd, 200));
+	assert_int_equal(swiw_broker_sq_psn(b, q2, BT_PSN_R ^ 1), 0);
+	assert_int_equal(reply_of(&I, fd, 1000, &rep), BT_REJECTED);
+	assert_int_equal(rep.reason, SWIW_BROKER_R_UNKNOWN_QPN);
+	/* In RTS both pairs are checked: the right send PSN with a wrong
+	 * receive PSN is refused too. */
+	fd = send_req_psn(me, q2, BT_KNOWN(BT_PSN_I), BT_KNOWN(BT_PSN_R), &I);
+	assert_int_equal(reply_of(&I, fd, 3000, &rep), BT_REJECTED);
+	assert_int_equal(rep.reason, SWIW_BROKER_R_UNKNOWN_QPN);
+	fd = send_req_psn(me, q2, BT_KNOWN(BT_PSN_I), BT_KNOWN(BT_PSN_R ^ 1),
+			  &I);
+	assert_true(bt_readable(swiw_broker_event_fd(b), 3000));
+	assert_int_equal(swiw_broker_recv_conn(b, &c), 0);
+	assert_int_equal(c.qpn, q2);
+	assert_int_equal(swiw_broker_conn_verify(&c, g, me, BT_KNOWN(BT_PSN_I),
+						 BT_KNOWN(BT_PSN_R ^ 1)),
+			 0);
+	assert_int_equal(bt_accept(&c), 0);
+	close(c.fd);
+	expect_accept(&I, fd, me, q2);
 	swiw_broker_close(b);
 }
 
@@ -1370,6 +1491,7 @@ int main(void)
 		cmocka_unit_test_setup(test_both_in_one_process, new_netns),
 		cmocka_unit_test_setup(test_handover_ipv6, new_netns),
 		cmocka_unit_test_setup(test_reject_wrong_peer, new_netns),
+		cmocka_unit_test_setup(test_reject_wrong_psn, new_netns),
 		cmocka_unit_test_setup(test_reject_bad_requests, new_netns),
 		cmocka_unit_test_setup(test_early_held_then_matched, new_netns),
 		cmocka_unit_test_setup(test_early_held_mismatch, new_netns),

@@ -18,11 +18,13 @@
 #include "swiw_broker_proto.h"
 
 static const uint8_t golden_req[SWIW_BROKER_PD_LEN] = {
-	's',  'w',  'i',  'w',	1,    1,    0,	  28, /* magic ver type len */
+	's',  'w',  'i',  'w',	1,    1,    0,	  36, /* magic ver type len */
 	0x00, 0x12, 0x34, 0x56, /* src_qpn 0x123456 */
 	0x00, 0xab, 0xcd, 0xef, /* dst_qpn 0xabcdef */
 	0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, /* nonce */
 	0,    0,    0,	  0, /* reason, reserved */
+	0x80, 0x0a, 0x0b, 0x0c, /* sq_psn: known, 0x0a0b0c */
+	0x80, 0x0d, 0x0e, 0x0f, /* rq_psn: known, 0x0d0e0f */
 };
 
 static void test_pd_golden(void **state)
@@ -30,7 +32,10 @@ static void test_pd_golden(void **state)
 	struct swiw_broker_pd pd = { .type = SWIW_BROKER_PD_REQUEST,
 				     .src_qpn = 0x123456,
 				     .dst_qpn = 0xabcdef,
-				     .nonce = 0x0102030405060708ull };
+				     .nonce = 0x0102030405060708ull,
+				     .sq_psn = SWIW_BROKER_PSN_KNOWN | 0x0a0b0c,
+				     .rq_psn = SWIW_BROKER_PSN_KNOWN |
+					       0x0d0e0f };
 	uint8_t buf[64];
 	size_t len = 0;
 
@@ -50,6 +55,9 @@ static void test_pd_golden(void **state)
 	assert_int_equal(pd.dst_qpn, 0xabcdef);
 	assert_true(pd.nonce == 0x0102030405060708ull);
 	assert_int_equal(pd.reason, 0);
+	assert_true(pd.psns);
+	assert_int_equal(pd.sq_psn, SWIW_BROKER_PSN_KNOWN | 0x0a0b0c);
+	assert_int_equal(pd.rq_psn, SWIW_BROKER_PSN_KNOWN | 0x0d0e0f);
 }
 
 static void test_pd_round_trip(void **state)
@@ -59,7 +67,9 @@ static void test_pd_round_trip(void **state)
 		{ .type = SWIW_BROKER_PD_ACCEPT,
 		  .src_qpn = 0xffffff,
 		  .dst_qpn = 0xfffffe,
-		  .nonce = ~0ull },
+		  .nonce = ~0ull,
+		  .sq_psn = SWIW_BROKER_PSN_KNOWN | 0xffffff,
+		  .rq_psn = SWIW_BROKER_PSN_KNOWN },
 		{ .type = SWIW_BROKER_PD_REJECT,
 		  .src_qpn = 7,
 		  .dst_qpn = 9,
@@ -83,6 +93,9 @@ static void test_pd_round_trip(void **state)
 		assert_int_equal(out.dst_qpn, cases[i].dst_qpn);
 		assert_true(out.nonce == cases[i].nonce);
 		assert_int_equal(out.reason, cases[i].reason);
+		assert_true(out.psns);
+		assert_int_equal(out.sq_psn, cases[i].sq_psn);
+		assert_int_equal(out.rq_psn, cases[i].rq_psn);
 	}
 }
 
@@ -117,6 +130,15 @@ static void test_pd_encode_invalid(void **state)
 	pd.reason = SWIW_BROKER_R_MAX + 1;
 	assert_int_equal(swiw_broker_pd_encode(&pd, buf, sizeof(buf), &len),
 			 EINVAL);
+	/* PSN words hold KNOWN and 24 bits, nothing else. */
+	pd.reason = SWIW_BROKER_R_NONE;
+	pd.sq_psn = SWIW_BROKER_PSN_KNOWN | 0x1000000;
+	assert_int_equal(swiw_broker_pd_encode(&pd, buf, sizeof(buf), &len),
+			 EINVAL);
+	pd.sq_psn = 0;
+	pd.rq_psn = 0x40000000;
+	assert_int_equal(swiw_broker_pd_encode(&pd, buf, sizeof(buf), &len),
+			 EINVAL);
 	assert_int_equal(swiw_broker_pd_encode(NULL, buf, sizeof(buf), &len),
 			 EINVAL);
 }
@@ -128,7 +150,8 @@ static void test_pd_decode_malformed(void **state)
 	size_t i;
 
 	(void)state;
-	/* Every truncation is refused; below 5 octets it is not ours. */
+	/* Every truncation is refused (the length field says 36); below 5
+	 * octets it is not ours. */
 	for (i = 0; i < SWIW_BROKER_PD_LEN; i++)
 		assert_int_equal(swiw_broker_pd_decode(golden_req, i, &pd),
 				 EBADMSG);
@@ -163,7 +186,17 @@ static void test_pd_decode_malformed(void **state)
 	b[7] = 27;
 	assert_int_equal(swiw_broker_pd_decode(b, sizeof(golden_req), &pd),
 			 EBADMSG);
-	b[7] = 29;
+	b[7] = 37;
+	assert_int_equal(swiw_broker_pd_decode(b, sizeof(golden_req), &pd),
+			 EBADMSG);
+
+	/* PSN words with bits beside KNOWN and the 24 of the PSN. */
+	memcpy(b, golden_req, sizeof(golden_req));
+	b[28] = 0x81;
+	assert_int_equal(swiw_broker_pd_decode(b, sizeof(golden_req), &pd),
+			 EBADMSG);
+	memcpy(b, golden_req, sizeof(golden_req));
+	b[32] = 0x40;
 	assert_int_equal(swiw_broker_pd_decode(b, sizeof(golden_req), &pd),
 			 EBADMSG);
 
@@ -187,7 +220,7 @@ static void test_pd_decode_malformed(void **state)
 static void test_pd_decode_extension(void **state)
 {
 	struct swiw_broker_pd pd;
-	uint8_t b[40];
+	uint8_t b[44];
 
 	(void)state;
 	/* A later minor version appends fields: read, tail ignored. */
@@ -196,9 +229,18 @@ static void test_pd_decode_extension(void **state)
 	b[7] = 40;
 	assert_int_equal(swiw_broker_pd_decode(b, sizeof(b), &pd), 0);
 	assert_int_equal(pd.src_qpn, 0x123456);
-	/* ULP data after the block (length 28) is ignored too. */
-	b[7] = 28;
+	assert_true(pd.psns);
+	/* ULP data after the block (length 36) is ignored too. */
+	b[7] = 36;
 	assert_int_equal(swiw_broker_pd_decode(b, sizeof(b), &pd), 0);
+	/* The first revision (28, no PSNs) decodes, and says so: the
+	 * broker refuses it. */
+	b[7] = 28;
+	assert_int_equal(swiw_broker_pd_decode(b, 28, &pd), 0);
+	assert_false(pd.psns);
+	assert_int_equal(pd.sq_psn, 0);
+	assert_int_equal(pd.rq_psn, 0);
+	b[7] = 36;
 	/* An unknown reason in a Reject is reported as it is. */
 	b[5] = SWIW_BROKER_PD_REJECT;
 	b[24] = 0x12;
@@ -207,6 +249,46 @@ static void test_pd_decode_extension(void **state)
 	assert_int_equal(pd.reason, 0x1234);
 	assert_string_equal(swiw_broker_reason_str(pd.reason),
 			    "unknown reason");
+}
+
+/* The PSN rule both the broker and the responder's engine apply. */
+static void test_psn_check(void **state)
+{
+	const uint32_t K = SWIW_BROKER_PSN_KNOWN;
+	struct swiw_broker_pd r = { .type = SWIW_BROKER_PD_REQUEST,
+				    .psns = true,
+				    .sq_psn = K | 0x111111,
+				    .rq_psn = K | 0x222222 };
+
+	(void)state;
+	/* Responder in RTR (receive PSN only): the Request's send PSN. */
+	assert_int_equal(swiw_broker_psn_check(&r, K | 0x111111, 0), 0);
+	assert_int_equal(swiw_broker_psn_check(&r, K | 0x111112, 0), EACCES);
+	/* In RTS: both pairs, each must match. */
+	assert_int_equal(swiw_broker_psn_check(&r, K | 0x111111, K | 0x222222),
+			 0);
+	assert_int_equal(swiw_broker_psn_check(&r, K | 0x111111, K | 0x222223),
+			 EACCES);
+	assert_int_equal(swiw_broker_psn_check(&r, K | 0x111110, K | 0x222222),
+			 EACCES);
+	/* A PSN of 0 is a PSN: known 0 is not unknown. */
+	assert_int_equal(swiw_broker_psn_check(&r, K, 0), EACCES);
+	/* An initiator not yet in RTS: only its receive PSN, checked
+	 * against the responder's send PSN once there is one. */
+	r.sq_psn = 0;
+	assert_int_equal(swiw_broker_psn_check(&r, K | 0x111111, 0), EAGAIN);
+	assert_int_equal(swiw_broker_psn_check(&r, K | 0x111111, K | 0x222222),
+			 0);
+	assert_int_equal(swiw_broker_psn_check(&r, K | 0x111111, K | 0x222221),
+			 EACCES);
+	/* Nothing known on the Request's side: never a match. */
+	r.rq_psn = 0;
+	assert_int_equal(swiw_broker_psn_check(&r, K | 0x111111, K | 0x222222),
+			 EAGAIN);
+	/* The first revision's block: no PSNs, refused. */
+	r.psns = false;
+	r.sq_psn = K | 0x111111;
+	assert_int_equal(swiw_broker_psn_check(&r, K | 0x111111, 0), EACCES);
 }
 
 static void test_reasons(void **state)
@@ -316,11 +398,13 @@ static void test_local_protocol_layout(void **state)
 	assert_int_equal(sizeof(struct swiw_bp_hello), 32);
 	assert_int_equal(sizeof(struct swiw_bp_qp), 24);
 	assert_int_equal(sizeof(struct swiw_bp_expect), 48);
+	assert_int_equal(offsetof(struct swiw_bp_expect, rq_psn), 44);
+	assert_int_equal(sizeof(struct swiw_bp_psn), 24);
 	assert_int_equal(sizeof(struct swiw_bp_conn), 368);
 	assert_int_equal(offsetof(struct swiw_bp_conn, req_len), 80);
 	assert_int_equal(offsetof(struct swiw_bp_conn, req), 88);
 	assert_int_equal(SWIW_BP_REQ_MAX, 20 + 256);
-	assert_int_equal(SWIW_BP_VERSION, 1);
+	assert_int_equal(SWIW_BP_VERSION, 2);
 	assert_true(SWIW_BP_MSG_MAX >= sizeof(struct swiw_bp_expect));
 }
 
@@ -328,6 +412,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_pd_golden),
+		cmocka_unit_test(test_psn_check),
 		cmocka_unit_test(test_pd_round_trip),
 		cmocka_unit_test(test_pd_encode_invalid),
 		cmocka_unit_test(test_pd_decode_malformed),

@@ -1427,6 +1427,35 @@ static void test_cancel_in_verbs(void **state)
 static char **robust_argv;
 
 /*
+ * Tests of connection deadlines run with connect_timeout 500ms: the test
+ * runs itself again alone, in a child with that setting (the provider
+ * reads it once). True in that child; in the parent, asserts the child's
+ * success and returns false.
+ */
+static bool in_short_timeout_child(const char *test)
+{
+	int status;
+	pid_t pid;
+
+	if (getenv("SWIW_ROBUST_CHILD"))
+		return true;
+	fflush(NULL);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (!pid) {
+		setenv("SWIW_CONNECT_TIMEOUT", "500ms", 1);
+		setenv("SWIW_TEST_FILTER", test, 1);
+		setenv("SWIW_ROBUST_CHILD", "1", 1);
+		execv("/proc/self/exe", robust_argv);
+		_exit(127);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	return false;
+}
+
+/*
  * A responder whose peer program went away after the out-of-band
  * exchange: the peer's QP never reaches RTR and nothing ever dials. The
  * responder gives up after twice connect_timeout: QP_FATAL, ERR, and
@@ -1441,25 +1470,10 @@ static void test_responder_no_peer(void **state)
 	struct ibv_wc wc[8];
 	struct ibv_sge sge;
 	long t0, took;
-	int i, ev, status;
-	pid_t pid;
+	int i, ev;
 
-	if (!getenv("SWIW_ROBUST_CHILD")) {
-		fflush(NULL);
-		pid = fork();
-		assert_true(pid >= 0);
-		if (!pid) {
-			setenv("SWIW_CONNECT_TIMEOUT", "500ms", 1);
-			setenv("SWIW_TEST_FILTER", "test_responder_no_peer", 1);
-			setenv("SWIW_ROBUST_CHILD", "1", 1);
-			execv("/proc/self/exe", robust_argv);
-			_exit(127);
-		}
-		assert_int_equal(waitpid(pid, &status, 0), pid);
-		assert_true(WIFEXITED(status));
-		assert_int_equal(WEXITSTATUS(status), 0);
+	if (!in_short_timeout_child(__func__))
 		return;
-	}
 	f->a = rt_make_qp(f->pd, f->ascq, f->arcq, DEPTH);
 	f->b = rt_make_qp(f->pd, f->bscq, f->brcq, DEPTH);
 	assert_non_null(f->a);
@@ -1499,6 +1513,191 @@ static void test_responder_no_peer(void **state)
 	}
 }
 
+/* INIT and RTR to (@gid, @peer) expecting receive PSN @rq_psn. */
+static int psn_rtr(struct ibv_qp *qp, const union ibv_gid *gid, uint32_t peer,
+		   uint32_t rq_psn)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT,
+				 .port_num = 1,
+				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
+						    IBV_ACCESS_REMOTE_READ };
+	int err = ibv_modify_qp(qp, &a,
+				IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+					IBV_QP_ACCESS_FLAGS);
+
+	if (err)
+		return err;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.dest_qp_num = peer;
+	a.rq_psn = rq_psn;
+	a.path_mtu = IBV_MTU_1024;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 12;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.port_num = 1;
+	a.ah_attr.grh.dgid = *gid;
+	return ibv_modify_qp(qp, &a,
+			     IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+				     IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+				     IBV_QP_MAX_DEST_RD_ATOMIC |
+				     IBV_QP_MIN_RNR_TIMER);
+}
+
+static int psn_rts(struct ibv_qp *qp, uint32_t sq_psn)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RTS,
+				 .sq_psn = sq_psn,
+				 .timeout = 14,
+				 .retry_cnt = 7,
+				 .rnr_retry = 7,
+				 .max_rd_atomic = 1 };
+
+	return ibv_modify_qp(qp, &a,
+			     IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
+				     IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+				     IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+/* One Send from @from to @to over the connection; 0 if it arrived. */
+static int psn_send(struct fx *f, struct ibv_qp *from, struct ibv_cq *fscq,
+		    struct ibv_qp *to, struct ibv_cq *trcq)
+{
+	struct ibv_sge sge = { (uintptr_t)f->asrc, 64, f->asmr->lkey };
+	struct ibv_wc wc;
+
+	if (rt_post_recv(to, 7, f->bdst, 64, f->bdmr->lkey) ||
+	    rt_post(from, 8, IBV_WR_SEND, &sge, IBV_SEND_SIGNALED, 0, 0))
+		return -1;
+	if (rt_wait(fscq, &wc, 1, 5000) != 1 || wc.status != IBV_WC_SUCCESS)
+		return -1;
+	if (rt_wait(trcq, &wc, 1, 5000) != 1 || wc.status != IBV_WC_SUCCESS)
+		return -1;
+	return 0;
+}
+
+enum psn_case {
+	PSN_BOTH_RTS, /* as ibv_rc_pingpong */
+	PSN_INITIATOR_RTR, /* the initiator never moves to RTS (perftest's
+			    * bandwidth server), so sends no send PSN */
+	PSN_RESPONDER_RTR, /* the responder never does */
+};
+
+/*
+ * Threat model, item 2: a connection reaches a QP only with the PSNs the
+ * application exchanged. Each side's send PSN is random, and the QPs
+ * connect in every order of RTS a real program uses; then the same with
+ * one receive PSN wrong, which both sides must refuse: QP_FATAL on both
+ * within the deadlines, nothing delivered.
+ */
+enum psn_wrong {
+	PSN_RIGHT,
+	PSN_WRONG_AT_RESPONDER, /* its receive PSN is not the initiator's */
+	PSN_WRONG_AT_INITIATOR,
+};
+
+static void psn_pair(struct fx *f, enum psn_case how, enum psn_wrong wrong)
+{
+	uint32_t psn_a = (uint32_t)rand() & 0xffffff;
+	uint32_t psn_b = (uint32_t)rand() & 0xffffff;
+	struct ibv_qp *ini, *res;
+	struct ibv_cq *iscq, *ircq, *rscq, *rrcq;
+	uint32_t ini_psn, res_psn;
+
+	f->a = rt_make_qp(f->pd, f->ascq, f->arcq, DEPTH);
+	f->b = rt_make_qp(f->pd, f->bscq, f->brcq, DEPTH);
+	assert_non_null(f->a);
+	assert_non_null(f->b);
+	/* On one GID the smaller QP number initiates. */
+	ini = f->a->qp_num < f->b->qp_num ? f->a : f->b;
+	res = ini == f->a ? f->b : f->a;
+	iscq = ini == f->a ? f->ascq : f->bscq;
+	ircq = ini == f->a ? f->arcq : f->brcq;
+	rscq = res == f->a ? f->ascq : f->bscq;
+	rrcq = res == f->a ? f->arcq : f->brcq;
+	ini_psn = ini == f->a ? psn_a : psn_b;
+	res_psn = res == f->a ? psn_a : psn_b;
+	fprintf(stderr,
+		"initiator QP %u sq_psn %#x, responder QP %u sq_psn %#x%s\n",
+		ini->qp_num, ini_psn, res->qp_num, res_psn,
+		wrong == PSN_WRONG_AT_RESPONDER ?
+			", responder told a wrong one" :
+		wrong == PSN_WRONG_AT_INITIATOR ?
+			", initiator told a wrong one" :
+			"");
+	assert_int_equal(psn_rtr(res, &f->gid, ini->qp_num,
+				 wrong == PSN_WRONG_AT_RESPONDER ?
+					 ini_psn ^ 0x10 :
+					 ini_psn),
+			 0);
+	assert_int_equal(psn_rtr(ini, &f->gid, res->qp_num,
+				 wrong == PSN_WRONG_AT_INITIATOR ?
+					 res_psn ^ 0x800 :
+					 res_psn),
+			 0);
+	if (how != PSN_INITIATOR_RTR)
+		assert_int_equal(psn_rts(ini, ini_psn), 0);
+	if (how != PSN_RESPONDER_RTR)
+		assert_int_equal(psn_rts(res, res_psn), 0);
+	if (wrong == PSN_RIGHT) {
+		/* Sending in RTR works as ib_send_bw's server relies on. */
+		assert_int_equal(psn_send(f, ini, iscq, res, rrcq), 0);
+		assert_int_equal(psn_send(f, res, rscq, ini, ircq), 0);
+		return;
+	}
+	/* The initiator is refused (no retry), the responder's wait ends. */
+	assert_int_equal(rt_event(f->ctx, ini, 5000), IBV_EVENT_QP_FATAL);
+	assert_int_equal(rt_event(f->ctx, res, 5000), IBV_EVENT_QP_FATAL);
+	assert_int_equal(rt_state(ini), IBV_QPS_ERR);
+	assert_int_equal(rt_state(res), IBV_QPS_ERR);
+}
+
+static void test_psn_both_rts(void **state)
+{
+	psn_pair(*state, PSN_BOTH_RTS, PSN_RIGHT);
+}
+
+static void test_psn_initiator_rtr(void **state)
+{
+	psn_pair(*state, PSN_INITIATOR_RTR, PSN_RIGHT);
+}
+
+static void test_psn_responder_rtr(void **state)
+{
+	psn_pair(*state, PSN_RESPONDER_RTR, PSN_RIGHT);
+}
+
+static void test_psn_wrong(void **state)
+{
+	if (!in_short_timeout_child(__func__))
+		return;
+	psn_pair(*state, PSN_BOTH_RTS, PSN_WRONG_AT_RESPONDER);
+}
+
+static void test_psn_wrong_at_initiator(void **state)
+{
+	if (!in_short_timeout_child(__func__))
+		return;
+	psn_pair(*state, PSN_BOTH_RTS, PSN_WRONG_AT_INITIATOR);
+}
+
+/* Only the initiator's receive PSN is there to check. (A responder told
+ * a wrong receive PSN cannot be caught here: the initiator never has a
+ * send PSN to show.) */
+static void test_psn_wrong_initiator_rtr(void **state)
+{
+	if (!in_short_timeout_child(__func__))
+		return;
+	psn_pair(*state, PSN_INITIATOR_RTR, PSN_WRONG_AT_INITIATOR);
+}
+
+static void test_psn_wrong_responder_rtr(void **state)
+{
+	if (!in_short_timeout_child(__func__))
+		return;
+	psn_pair(*state, PSN_RESPONDER_RTR, PSN_WRONG_AT_RESPONDER);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 #define TB(fn) cmocka_unit_test_setup_teardown(fn, setup_bare, teardown)
 
@@ -1529,10 +1728,18 @@ int main(int argc, char **argv)
 		T(test_threads_post_during_err),
 		T(test_cancel_in_verbs),
 		TB(test_responder_no_peer),
+		TB(test_psn_both_rts),
+		TB(test_psn_initiator_rtr),
+		TB(test_psn_responder_rtr),
+		TB(test_psn_wrong),
+		TB(test_psn_wrong_at_initiator),
+		TB(test_psn_wrong_initiator_rtr),
+		TB(test_psn_wrong_responder_rtr),
 	};
 
 	(void)argc;
 	robust_argv = argv;
+	srand((unsigned int)time(NULL) ^ (unsigned int)getpid());
 	/* One test by name (a cmocka pattern), for loops over a race. */
 	if (getenv("SWIW_TEST_FILTER"))
 		cmocka_set_test_filter(getenv("SWIW_TEST_FILTER"));

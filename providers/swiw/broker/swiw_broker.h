@@ -32,11 +32,13 @@
  *                     the epoll set (EPOLLIN)
  *   ibv_create_qp:    swiw_broker_qp_alloc() -> qp_num
  *   modify_qp(RTR):   role = swiw_broker_role(sgid, qpn, dgid, dqpn);
- *                     swiw_broker_expect(qpn, dgid, dqpn, role)
+ *                     swiw_broker_expect(qpn, dgid, dqpn, rq_psn, role)
+ *   modify_qp(RTS):   responder: swiw_broker_sq_psn(qpn, sq_psn)
  *   initiator:        swiw_broker_dial_start(dgid:port, from sgid:0) and
  *                     swiw_broker_dial_step() from the loop until 0;
  *                     MPA initiator with ulp.pd = a REQUEST block (src
- *                     qpn, dst dqpn, random nonce); on the Reply: an
+ *                     qpn, dst dqpn, random nonce, its PSNs); on the
+ *                     Reply: an
  *                     ACCEPT block naming (dqpn -> qpn, nonce) or fail;
  *                     a Reject whose reason is retryable, or a close
  *                     before any Reply: close, swiw_broker_dial_retry()
@@ -91,12 +93,18 @@ enum swiw_broker_reason {
 	SWIW_BROKER_R_BAD_PD = 7, /* no or malformed swiw block */
 	SWIW_BROKER_R_VERSION = 8, /* block version not spoken */
 	SWIW_BROKER_R_REFUSED = 9, /* the responder's engine refused */
-	SWIW_BROKER_R_MAX = 9,
+	/* Logged only: the peer hears UNKNOWN_QPN. */
+	SWIW_BROKER_R_WRONG_PSN = 10, /* the PSNs are not the QP's */
+	SWIW_BROKER_R_MAX = 10,
 };
 
 /* --- swiw's MPA private-data block (swiw_broker_proto.h has the layout) */
 
-#define SWIW_BROKER_PD_LEN 28
+#define SWIW_BROKER_PD_LEN 36
+
+/* A PSN word of the block: the PSN is known (bits 0..23 hold it). */
+#define SWIW_BROKER_PSN_KNOWN 0x80000000u
+#define SWIW_BROKER_PSN_MASK 0xffffffu
 
 enum swiw_broker_pd_type {
 	SWIW_BROKER_PD_REQUEST = 1, /* initiator -> responder */
@@ -111,12 +119,17 @@ struct swiw_broker_pd {
 	uint32_t dst_qpn; /* the QP it addresses */
 	uint64_t nonce; /* the initiator's, echoed */
 	uint16_t reason; /* REJECT: enum swiw_broker_reason */
+	/* SWIW_BROKER_PSN_KNOWN | PSN, or 0: the sender's send PSN (once in
+	 * RTS) and the PSN it expects to receive. */
+	uint32_t sq_psn, rq_psn;
+	bool psns; /* decode: the block has them (not the first revision) */
 };
 
 /*
  * Writes @pd as a version-1 block into @buf (@size >= SWIW_BROKER_PD_LEN)
  * and its length into *@len. Returns 0, or EINVAL for an unknown type, a
- * QPN above 24 bits, a reason outside REJECT, or a short buffer.
+ * QPN above 24 bits, a reason outside REJECT, a PSN word with bits other
+ * than KNOWN and the PSN's, or a short buffer.
  */
 int swiw_broker_pd_encode(const struct swiw_broker_pd *pd, void *buf,
 			  size_t size, size_t *len);
@@ -125,11 +138,25 @@ int swiw_broker_pd_encode(const struct swiw_broker_pd *pd, void *buf,
  * Reads the block at the start of @buf (the ULP private data of an MPA
  * frame, after the RFC 6581 word). Returns 0; EBADMSG if it is not a swiw
  * block or is malformed (short, length field wrong, unknown type, QPN
- * above 24 bits); EPROTONOSUPPORT for a version other than 1 (version is
- * filled in then).
+ * above 24 bits, a PSN word with other bits set); EPROTONOSUPPORT for a
+ * version other than 1 (version is filled in then). A block of the first
+ * revision decodes with psns false and both PSNs 0.
  */
 int swiw_broker_pd_decode(const void *buf, size_t len,
 			  struct swiw_broker_pd *pd);
+
+/*
+ * The PSN rule, the same in the broker and the responder's engine. A
+ * Request (@req, with PSNs) may reach a QP whose receive PSN is @rq_psn
+ * and send PSN @sq_psn (PSN words, 0 while unknown) only if every pair
+ * that can be compared matches: the Request's send PSN with @rq_psn, its
+ * receive PSN with @sq_psn. The out-of-band exchange gave the true peer
+ * both; a stranger who knows the QP number and address still lacks them.
+ * Returns 0 (matched), EACCES (a pair differs) or EAGAIN (no pair can be
+ * compared yet: the QP is not in RTS and the initiator was not).
+ */
+int swiw_broker_psn_check(const struct swiw_broker_pd *req, uint32_t rq_psn,
+			  uint32_t sq_psn);
 
 /* A short text for a reason ("unknown QP number", ...); never NULL. */
 const char *swiw_broker_reason_str(unsigned int reason);
@@ -226,11 +253,13 @@ pid_t swiw_broker_pid(const struct swiw_broker *b);
  *   (ENOSPC: the session or the broker holds too many).
  * qp_free: forgets it; connections held for it are rejected (ENOENT: not
  *   registered; EPERM: another session's).
- * expect: the QP is in RTR with (@peer_gid, @peer_qpn). As RESPONDER it
- *   takes one matching connection, now or held from before; as INITIATOR
- *   incoming Requests for it are rejected (ROLE). Calling it again
- *   replaces the expectation (a QP that was reset and connects anew).
- *   EINVAL: bad role or peer QPN.
+ * expect: the QP is in RTR with (@peer_gid, @peer_qpn) and receive PSN
+ *   @rq_psn. As RESPONDER it takes one matching connection, now or held
+ *   from before; as INITIATOR incoming Requests for it are rejected
+ *   (ROLE). Calling it again replaces the expectation (a QP that was
+ *   reset and connects anew). EINVAL: bad role, peer QPN or PSN.
+ * sq_psn: the QP has its send PSN (RTS): Requests that could not be
+ *   checked without it are settled (swiw_broker_psn_check()).
  * unexpect: back to registered without expectation (QP reset): later
  *   Requests are held again.
  */
@@ -238,7 +267,8 @@ int swiw_broker_qp_alloc(struct swiw_broker *b, uint32_t *qpn);
 int swiw_broker_qp_free(struct swiw_broker *b, uint32_t qpn);
 int swiw_broker_expect(struct swiw_broker *b, uint32_t qpn,
 		       const uint8_t peer_gid[16], uint32_t peer_qpn,
-		       enum swiw_broker_role role);
+		       uint32_t rq_psn, enum swiw_broker_role role);
+int swiw_broker_sq_psn(struct swiw_broker *b, uint32_t qpn, uint32_t sq_psn);
 int swiw_broker_unexpect(struct swiw_broker *b, uint32_t qpn);
 
 /* A connection the broker handed over. */
@@ -265,10 +295,13 @@ int swiw_broker_recv_conn(struct swiw_broker *b, struct swiw_broker_conn *c);
  * a broker is not trusted blindly: the socket's real peer address is
  * @peer_gid, and the Request in c->req is a well-formed MPA Request whose
  * swiw block names @peer_qpn as source, c->qpn as destination and
- * c->nonce. Returns 0, or EACCES (logged with the mismatch).
+ * c->nonce, and passes swiw_broker_psn_check() against the QP's PSN
+ * words @rq_psn and @sq_psn. Returns 0, or EACCES (logged with the
+ * mismatch).
  */
 int swiw_broker_conn_verify(const struct swiw_broker_conn *c,
-			    const uint8_t peer_gid[16], uint32_t peer_qpn);
+			    const uint8_t peer_gid[16], uint32_t peer_qpn,
+			    uint32_t rq_psn, uint32_t sq_psn);
 
 /* --- connecting out (the initiator) ----------------------------------- */
 

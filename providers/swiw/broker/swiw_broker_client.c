@@ -552,18 +552,32 @@ int swiw_broker_unexpect(struct swiw_broker *b, uint32_t qpn)
 
 int swiw_broker_expect(struct swiw_broker *b, uint32_t qpn,
 		       const uint8_t peer_gid[16], uint32_t peer_qpn,
-		       enum swiw_broker_role role)
+		       uint32_t rq_psn, enum swiw_broker_role role)
 {
 	struct swiw_bp_expect req = { .hdr.type = SWIW_BP_EXPECT };
 	struct swiw_bp_hdr rep;
 
 	if (!b || !peer_gid || peer_qpn > SWIW_BROKER_QPN_MAX ||
+	    rq_psn > SWIW_BROKER_PSN_MASK ||
 	    (role != SWIW_BROKER_INITIATOR && role != SWIW_BROKER_RESPONDER))
 		return EINVAL;
 	req.qpn = qpn;
 	req.peer_qpn = peer_qpn;
+	req.rq_psn = rq_psn;
 	memcpy(req.peer_gid, peer_gid, 16);
 	req.role = (uint8_t)role;
+	return request(b, &req, sizeof(req), &rep, sizeof(rep));
+}
+
+int swiw_broker_sq_psn(struct swiw_broker *b, uint32_t qpn, uint32_t sq_psn)
+{
+	struct swiw_bp_psn req = { .hdr.type = SWIW_BP_SQ_PSN };
+	struct swiw_bp_hdr rep;
+
+	if (!b || sq_psn > SWIW_BROKER_PSN_MASK)
+		return EINVAL;
+	req.qpn = qpn;
+	req.sq_psn = sq_psn;
 	return request(b, &req, sizeof(req), &rep, sizeof(rep));
 }
 
@@ -643,7 +657,8 @@ static void addr_str(const void *a16, char *buf, size_t size)
 }
 
 int swiw_broker_conn_verify(const struct swiw_broker_conn *c,
-			    const uint8_t peer_gid[16], uint32_t peer_qpn)
+			    const uint8_t peer_gid[16], uint32_t peer_qpn,
+			    uint32_t rq_psn, uint32_t sq_psn)
 {
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
@@ -683,6 +698,12 @@ int swiw_broker_conn_verify(const struct swiw_broker_conn *c,
 		swiw_warn(
 			"QP %u: handed connection's Request does not name QP %u as its source: refused",
 			c->qpn, peer_qpn);
+		return EACCES;
+	}
+	if (swiw_broker_psn_check(&pd, rq_psn, sq_psn)) {
+		swiw_warn(
+			"QP %u: handed connection's Request does not carry the PSNs the QP was given: refused",
+			c->qpn);
 		return EACCES;
 	}
 	return 0;

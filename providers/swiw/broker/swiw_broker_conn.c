@@ -265,11 +265,14 @@ static void conn_hand_over(struct brk *b, struct brk_conn *c, struct brk_qp *q)
  * Decides what to do with a Request read whole (or held): hand it over,
  * hold it, or refuse it. A Request is judged against the expectation
  * first, so the peer hears what was wrong with it even when the QP is
- * taken.
+ * taken. It must match a PSN the application gave the QP: its send PSN
+ * the QP's receive PSN (from RTR), or its receive PSN the QP's send PSN
+ * (from RTS); one it cannot be checked by yet is held for the QP's RTS.
  */
 static void conn_match(struct brk *b, struct brk_conn *c)
 {
 	struct brk_qp *q = brk_qp_find(b, c->pd.dst_qpn);
+	int psn;
 
 	if (!q) {
 		brk_conn_reject(b, c, SWIW_BROKER_R_UNKNOWN_QPN);
@@ -294,12 +297,23 @@ static void conn_match(struct brk *b, struct brk_conn *c)
 				SWIW_BROKER_R_WRONG_PEER_QPN);
 		return;
 	}
-	if (q->state == BRK_QP_INITIATOR)
+	psn = swiw_broker_psn_check(&c->pd, q->rq_psn, q->sq_psn);
+	if (psn == EACCES) {
+		conn_reject_why(b, c, SWIW_BROKER_R_UNKNOWN_QPN,
+				SWIW_BROKER_R_WRONG_PSN);
+		return;
+	}
+	if (q->state == BRK_QP_INITIATOR) {
 		brk_conn_reject(b, c, SWIW_BROKER_R_ROLE);
-	else if (q->state == BRK_QP_HANDED)
+	} else if (q->state == BRK_QP_HANDED) {
 		brk_conn_reject(b, c, SWIW_BROKER_R_CONNECTED);
-	else
+	} else if (psn == EAGAIN) {
+		/* Nothing to check it by until the QP's RTS. */
+		if (c->state == BRK_C_READ)
+			conn_park(b, c, BRK_C_HELD, brk_now() + b->o.hold_ms);
+	} else {
 		conn_hand_over(b, c, q);
+	}
 }
 
 static void conn_request(struct brk *b, struct brk_conn *c)
@@ -318,6 +332,11 @@ static void conn_request(struct brk *b, struct brk_conn *c)
 		brk_conn_reject(b, c,
 				err == EPROTONOSUPPORT ? SWIW_BROKER_R_VERSION :
 							 SWIW_BROKER_R_BAD_PD);
+		return;
+	}
+	/* The first revision carries no PSNs: nothing proves the peer. */
+	if (!c->pd.psns) {
+		brk_conn_reject(b, c, SWIW_BROKER_R_VERSION);
 		return;
 	}
 	conn_match(b, c);

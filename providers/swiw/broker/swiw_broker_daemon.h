@@ -76,6 +76,8 @@ struct brk_qp {
 	uint8_t state; /* enum brk_qp_state */
 	uint8_t peer_gid[16];
 	uint32_t peer_qpn;
+	/* From RTR and RTS: SWIW_BROKER_PSN_KNOWN | PSN, or 0 (not yet). */
+	uint32_t rq_psn, sq_psn;
 	struct brk_session *s;
 	struct brk_qp *hnext; /* hash chain */
 	struct brk_qp *snext, *sprev; /* the session's QPs */
@@ -98,7 +100,7 @@ struct brk_session {
 
 enum brk_conn_state {
 	BRK_C_READ, /* reading the MPA Request */
-	BRK_C_HELD, /* Request read, its QP not in RTR yet */
+	BRK_C_HELD, /* Request read; its QP not in RTR, or no PSN to check */
 	BRK_C_QUEUED, /* matched; the owner's event socket is full */
 };
 

@@ -19,6 +19,11 @@ static bool pd_type_known(unsigned int type)
 	return type >= SWIW_BROKER_PD_REQUEST && type <= SWIW_BROKER_PD_REJECT;
 }
 
+static bool psn_word_ok(uint32_t w)
+{
+	return !(w & ~(SWIW_BROKER_PSN_KNOWN | SWIW_BROKER_PSN_MASK));
+}
+
 int swiw_broker_pd_encode(const struct swiw_broker_pd *pd, void *buf,
 			  size_t size, size_t *len)
 {
@@ -33,6 +38,8 @@ int swiw_broker_pd_encode(const struct swiw_broker_pd *pd, void *buf,
 		    pd->reason > SWIW_BROKER_R_MAX :
 		    pd->reason != SWIW_BROKER_R_NONE)
 		return EINVAL;
+	if (!psn_word_ok(pd->sq_psn) || !psn_word_ok(pd->rq_psn))
+		return EINVAL;
 	memset(&w, 0, sizeof(w));
 	w.magic = htobe32(SWIW_PD_MAGIC);
 	w.version = SWIW_PD_VERSION;
@@ -43,6 +50,8 @@ int swiw_broker_pd_encode(const struct swiw_broker_pd *pd, void *buf,
 	w.nonce_hi = htobe32((uint32_t)(pd->nonce >> 32));
 	w.nonce_lo = htobe32((uint32_t)pd->nonce);
 	w.reason = htobe16(pd->reason);
+	w.sq_psn = htobe32(pd->sq_psn);
+	w.rq_psn = htobe32(pd->rq_psn);
 	memcpy(buf, &w, sizeof(w));
 	*len = sizeof(w);
 	return 0;
@@ -67,10 +76,10 @@ int swiw_broker_pd_decode(const void *buf, size_t len,
 	pd->version = w.version;
 	if (w.version != SWIW_PD_VERSION)
 		return EPROTONOSUPPORT;
-	if (len < sizeof(w))
+	if (len < SWIW_PD_LEN_FIRST)
 		return EBADMSG;
 	length = be16toh(w.length);
-	if (length < SWIW_PD_LEN || length > len)
+	if (length < SWIW_PD_LEN_FIRST || length > len)
 		return EBADMSG;
 	if (!pd_type_known(w.type))
 		return EBADMSG;
@@ -79,6 +88,13 @@ int swiw_broker_pd_decode(const void *buf, size_t len,
 	pd->dst_qpn = be32toh(w.dst_qpn);
 	pd->nonce = (uint64_t)be32toh(w.nonce_hi) << 32 | be32toh(w.nonce_lo);
 	pd->reason = be16toh(w.reason);
+	if (length >= SWIW_PD_LEN) {
+		pd->psns = true;
+		pd->sq_psn = be32toh(w.sq_psn);
+		pd->rq_psn = be32toh(w.rq_psn);
+		if (!psn_word_ok(pd->sq_psn) || !psn_word_ok(pd->rq_psn))
+			return EBADMSG;
+	}
 	if (pd->src_qpn > SWIW_BROKER_QPN_MAX ||
 	    pd->dst_qpn > SWIW_BROKER_QPN_MAX)
 		return EBADMSG;
@@ -86,6 +102,28 @@ int swiw_broker_pd_decode(const void *buf, size_t len,
 	if (pd->type != SWIW_BROKER_PD_REJECT && pd->reason)
 		return EBADMSG;
 	return 0;
+}
+
+int swiw_broker_psn_check(const struct swiw_broker_pd *req, uint32_t rq_psn,
+			  uint32_t sq_psn)
+{
+	bool compared = false;
+
+	if (!req->psns)
+		return EACCES;
+	if ((req->sq_psn & SWIW_BROKER_PSN_KNOWN) &&
+	    (rq_psn & SWIW_BROKER_PSN_KNOWN)) {
+		if (req->sq_psn != rq_psn)
+			return EACCES;
+		compared = true;
+	}
+	if ((req->rq_psn & SWIW_BROKER_PSN_KNOWN) &&
+	    (sq_psn & SWIW_BROKER_PSN_KNOWN)) {
+		if (req->rq_psn != sq_psn)
+			return EACCES;
+		compared = true;
+	}
+	return compared ? 0 : EAGAIN;
 }
 
 static const char *const reason_str[] = {
@@ -101,8 +139,11 @@ static const char *const reason_str[] = {
 		"the peer QP connects out itself (both sides think they initiate)",
 	[SWIW_BROKER_R_CONNECTED] = "the peer QP is already connected",
 	[SWIW_BROKER_R_BAD_PD] = "no or malformed swiw private data",
-	[SWIW_BROKER_R_VERSION] = "swiw private-data version not supported",
+	[SWIW_BROKER_R_VERSION] =
+		"swiw private-data version not supported (a swiw older than PSN checks?)",
 	[SWIW_BROKER_R_REFUSED] = "the peer refused the connection",
+	[SWIW_BROKER_R_WRONG_PSN] =
+		"the PSNs do not match those the QP was given",
 };
 
 const char *swiw_broker_reason_str(unsigned int reason)

@@ -22,20 +22,27 @@
 #define SWIW_BP_ASSERT(cond, what) _Static_assert(cond, "layout: " what)
 
 /*
- * 1. The private-data block (version 1), 28 octets:
+ * 1. The private-data block (version 1), 36 octets:
  *
  *   0  magic     "swiw" (0x73 0x77 0x69 0x77)
  *   4  version   1; a reader refuses a version it does not know
  *   5  type      1 Request, 2 Accept, 3 Reject
- *   6  length    octets of the block (28 in version 1); a later minor
- *                addition appends fields and raises it, a version-1
- *                reader ignores the tail
+ *   6  length    octets of the block; a later minor addition appends
+ *                fields and raises it, an older reader ignores the tail
  *   8  src_qpn   the sender's QP number (24 bits)
  *  12  dst_qpn   the QP number the sender addresses (24 bits)
  *  16  nonce     chosen by the initiator per connection attempt; an
  *                Accept or Reject echoes it
  *  24  reason    Reject only: enum swiw_broker_reason; 0 otherwise
  *  26  reserved  0
+ *  28  sq_psn    the sender QP's send PSN, if it has one yet (RTS):
+ *                bit 31 set and the PSN in bits 0..23; else 0
+ *  32  rq_psn    the PSN the sender QP expects to receive (RTR), the
+ *                same way
+ *
+ * The first revision ended at 28 (no PSNs); swiw refuses such a block
+ * now (reason VERSION), since a connection is let through only when the
+ * initiator shows it knows a PSN the application exchanged out of band.
  *
  * The initiator sends a Request (src = its QP, dst = the peer's); the
  * responding engine answers an Accept (src = its QP, dst = the
@@ -44,7 +51,8 @@
  */
 #define SWIW_PD_MAGIC 0x73776977u /* "swiw" */
 #define SWIW_PD_VERSION 1
-#define SWIW_PD_LEN 28
+#define SWIW_PD_LEN 36
+#define SWIW_PD_LEN_FIRST 28 /* the first revision, without PSNs */
 
 struct swiw_pd_wire {
 	__be32 magic;
@@ -57,6 +65,8 @@ struct swiw_pd_wire {
 	__be32 nonce_lo;
 	__be16 reason;
 	__be16 rsvd;
+	__be32 sq_psn;
+	__be32 rq_psn;
 };
 SWIW_BP_ASSERT(sizeof(struct swiw_pd_wire) == SWIW_PD_LEN, "swiw_pd_wire size");
 
@@ -83,7 +93,7 @@ SWIW_BP_ASSERT(sizeof(struct swiw_pd_wire) == SWIW_PD_LEN, "swiw_pd_wire size");
  * talk to a 64-bit broker); sizes and offsets are asserted below.
  */
 #define SWIW_BP_NAME "swiw-broker"
-#define SWIW_BP_VERSION 1
+#define SWIW_BP_VERSION 2 /* 2: PSNs in EXPECT, SQ_PSN */
 
 enum swiw_bp_type {
 	SWIW_BP_HELLO = 1, /* swiw_bp_hello + event socket; reply hello */
@@ -91,6 +101,7 @@ enum swiw_bp_type {
 	SWIW_BP_QP_FREE = 3, /* swiw_bp_qp; reply swiw_bp_hdr */
 	SWIW_BP_EXPECT = 4, /* swiw_bp_expect; reply swiw_bp_hdr */
 	SWIW_BP_UNEXPECT = 5, /* swiw_bp_qp; reply swiw_bp_hdr */
+	SWIW_BP_SQ_PSN = 6, /* swiw_bp_psn (at RTS); reply swiw_bp_hdr */
 	SWIW_BP_CONN = 64, /* broker -> event socket, with the TCP fd */
 };
 
@@ -126,11 +137,22 @@ struct swiw_bp_expect {
 	__u32 peer_qpn;
 	__u8 peer_gid[16];
 	__u8 role; /* enum swiw_broker_role */
-	__u8 rsvd[7];
+	__u8 rsvd[3];
+	__u32 rq_psn; /* the PSN the QP expects to receive */
 };
 SWIW_BP_ASSERT(sizeof(struct swiw_bp_expect) == 48, "swiw_bp_expect size");
 SWIW_BP_ASSERT(offsetof(struct swiw_bp_expect, peer_gid) == 24,
 	       "swiw_bp_expect.peer_gid");
+SWIW_BP_ASSERT(offsetof(struct swiw_bp_expect, rq_psn) == 44,
+	       "swiw_bp_expect.rq_psn");
+
+/* The QP's send PSN, once it has one: a Request can be checked by it. */
+struct swiw_bp_psn {
+	struct swiw_bp_hdr hdr;
+	__u32 qpn;
+	__u32 sq_psn;
+};
+SWIW_BP_ASSERT(sizeof(struct swiw_bp_psn) == 24, "swiw_bp_psn size");
 
 /* An IPv6 address (IPv4 as ::ffff:a.b.c.d) and port, host order. */
 struct swiw_bp_addr {

@@ -453,6 +453,7 @@ static void do_qp(struct brk *b, struct brk_session *s, const void *msg,
 	const struct swiw_bp_hdr *h = msg;
 	const struct swiw_bp_qp *rq = msg;
 	const struct swiw_bp_expect *ex = msg;
+	const struct swiw_bp_psn *ps = msg;
 	struct swiw_bp_qp rep;
 	struct brk_qp *q;
 	int err = 0;
@@ -480,8 +481,10 @@ static void do_qp(struct brk *b, struct brk_session *s, const void *msg,
 		if (len < sizeof(*rq))
 			break;
 		q = owned_qp(b, s, rq->qpn, &err);
-		if (q)
+		if (q) {
 			q->state = BRK_QP_REGISTERED;
+			q->rq_psn = q->sq_psn = 0;
+		}
 		reply(b, s, &rep, sizeof(rep.hdr), h, err);
 		return;
 	case SWIW_BP_EXPECT:
@@ -489,12 +492,15 @@ static void do_qp(struct brk *b, struct brk_session *s, const void *msg,
 			break;
 		q = owned_qp(b, s, ex->qpn, &err);
 		if (q && (ex->peer_qpn > SWIW_BROKER_QPN_MAX ||
+			  ex->rq_psn > SWIW_BROKER_PSN_MASK ||
 			  (ex->role != SWIW_BROKER_INITIATOR &&
 			   ex->role != SWIW_BROKER_RESPONDER)))
 			err = EINVAL;
 		if (!err) {
 			memcpy(q->peer_gid, ex->peer_gid, 16);
 			q->peer_qpn = ex->peer_qpn;
+			q->rq_psn = SWIW_BROKER_PSN_KNOWN | ex->rq_psn;
+			q->sq_psn = 0;
 			q->state = ex->role == SWIW_BROKER_INITIATOR ?
 					   BRK_QP_INITIATOR :
 					   BRK_QP_RESPONDER;
@@ -503,6 +509,20 @@ static void do_qp(struct brk *b, struct brk_session *s, const void *msg,
 		/* Connections held for it can be settled now. */
 		if (!err && !s->dead)
 			brk_conns_settle(b, ex->qpn);
+		return;
+	case SWIW_BP_SQ_PSN:
+		if (len < sizeof(*ps))
+			break;
+		q = owned_qp(b, s, ps->qpn, &err);
+		if (q && (ps->sq_psn > SWIW_BROKER_PSN_MASK ||
+			  q->state == BRK_QP_REGISTERED))
+			err = EINVAL;
+		if (!err)
+			q->sq_psn = SWIW_BROKER_PSN_KNOWN | ps->sq_psn;
+		reply(b, s, &rep, sizeof(rep.hdr), h, err);
+		/* A Request that could not be checked yet can be now. */
+		if (!err && !s->dead)
+			brk_conns_settle(b, ps->qpn);
 		return;
 	}
 	protocol_error(b, s, "short request");
@@ -528,6 +548,7 @@ static void session_msg(struct brk *b, struct brk_session *s, const void *msg,
 	case SWIW_BP_QP_FREE:
 	case SWIW_BP_EXPECT:
 	case SWIW_BP_UNEXPECT:
+	case SWIW_BP_SQ_PSN:
 		do_qp(b, s, msg, len);
 		return;
 	default:

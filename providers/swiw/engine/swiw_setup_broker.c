@@ -36,6 +36,9 @@
 #include "swiw_mpa.h"
 #include "swiw_stream.h"
 
+/* How long an initiator in RTR waits for its RTS before it dials. */
+#define SWIW_CONN_RTS_WAIT_MS 50
+
 /* One broker session; replaced when the broker goes away. */
 struct swiw_bk {
 	struct swiw_broker *b;
@@ -229,7 +232,17 @@ int swiw_conn_rtr(struct swiw_qp *qp, const union ibv_gid *sgid, int ifindex)
 		swiw_err("QP %u: the broker is gone; create a new QP", qpn);
 		return ENOTCONN;
 	}
-	err = swiw_broker_expect(bk->b, qpn, qp->dgid.raw, qp->dest_qpn, role);
+	qp->bk_rq_psn = SWIW_BROKER_PSN_KNOWN |
+			(qp->rq_psn & SWIW_BROKER_PSN_MASK);
+	qp->bk_sq_psn = qp->sq_psn_given ?
+				SWIW_BROKER_PSN_KNOWN |
+					(qp->sq_psn & SWIW_BROKER_PSN_MASK) :
+				0;
+	err = swiw_broker_expect(bk->b, qpn, qp->dgid.raw, qp->dest_qpn,
+				 qp->bk_rq_psn & SWIW_BROKER_PSN_MASK, role);
+	if (!err && qp->bk_sq_psn && role == SWIW_BROKER_RESPONDER)
+		err = swiw_broker_sq_psn(bk->b, qpn,
+					 qp->bk_sq_psn & SWIW_BROKER_PSN_MASK);
 	if (err) {
 		swiw_eng_unlock();
 		swiw_err("QP %u: broker refused the expectation: %s", qpn,
@@ -249,6 +262,10 @@ int swiw_conn_rtr(struct swiw_qp *qp, const union ibv_gid *sgid, int ifindex)
 			swiw_eng_unlock();
 			return err;
 		}
+		/* The Request carries our send PSN if we have it: wait a
+		 * moment for RTS, which most programs ask for at once. */
+		if (!qp->bk_sq_psn)
+			qp->dial.next_ms += SWIW_CONN_RTS_WAIT_MS;
 		qp->dialing = true;
 		swiw_eng_doorbell();
 	} else {
@@ -259,6 +276,35 @@ int swiw_conn_rtr(struct swiw_qp *qp, const union ibv_gid *sgid, int ifindex)
 	}
 	swiw_eng_unlock();
 	return 0;
+}
+
+/*
+ * modify_qp(RTR -> RTS): the QP has its send PSN. A responder's broker can
+ * now check Requests that carried none; an initiator that waited for it
+ * dials at once.
+ */
+void swiw_conn_rts(struct swiw_qp *qp)
+{
+	int err;
+
+	if (!qp->bk)
+		return;
+	swiw_eng_lock();
+	qp->bk_sq_psn = SWIW_BROKER_PSN_KNOWN |
+			(qp->sq_psn & SWIW_BROKER_PSN_MASK);
+	if (qp->conn_wait && !qp->stream && !qp->bk->dead) {
+		err = swiw_broker_sq_psn(qp->bk->b, qp->vqp.qp.qp_num,
+					 qp->bk_sq_psn & SWIW_BROKER_PSN_MASK);
+		if (err)
+			swiw_warn("QP %u: broker did not take its send PSN: %s",
+				  qp->vqp.qp.qp_num, strerror(err));
+	}
+	if (qp->dialing && swiw_broker_dial_fd(&qp->dial) < 0 &&
+	    !qp->dial.attempts) {
+		qp->dial.next_ms = swiw_broker_now_ms();
+		swiw_eng_doorbell();
+	}
+	swiw_eng_unlock();
 }
 
 /* The QP's connection failed for good; under the engine lock. */
@@ -286,6 +332,8 @@ static void dial_done(struct swiw_qp *qp, int fd)
 	pd.src_qpn = qp->vqp.qp.qp_num;
 	pd.dst_qpn = qp->dest_qpn;
 	pd.nonce = eb.nonce;
+	pd.sq_psn = qp->bk_sq_psn;
+	pd.rq_psn = qp->bk_rq_psn;
 	err = swiw_broker_pd_encode(&pd, eb.pd, sizeof(eb.pd), &len);
 	eb.pd_len = (uint16_t)len;
 	eb.peer_qpn = qp->dest_qpn;
@@ -406,7 +454,8 @@ static void take_conn(struct swiw_bk *bk, struct swiw_broker_conn *c)
 		close(c->fd);
 		return;
 	}
-	if (swiw_broker_conn_verify(c, qp->dgid.raw, qp->dest_qpn)) {
+	if (swiw_broker_conn_verify(c, qp->dgid.raw, qp->dest_qpn,
+				    qp->bk_rq_psn, qp->bk_sq_psn)) {
 		close(c->fd);
 		return;
 	}
@@ -414,6 +463,8 @@ static void take_conn(struct swiw_bk *bk, struct swiw_broker_conn *c)
 	pd.src_qpn = qp->vqp.qp.qp_num;
 	pd.dst_qpn = c->peer_qpn;
 	pd.nonce = c->nonce;
+	pd.sq_psn = qp->bk_sq_psn;
+	pd.rq_psn = qp->bk_rq_psn;
 	err = swiw_broker_pd_encode(&pd, eb.pd, sizeof(eb.pd), &len);
 	eb.pd_len = (uint16_t)len;
 	eb.peer_qpn = c->peer_qpn;

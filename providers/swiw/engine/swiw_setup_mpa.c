@@ -197,6 +197,14 @@ static bool bk_accept_ok(struct swiw_stream *s)
 			 swiw_stream_qpn(s), s->setup->bk.peer_qpn);
 		return false;
 	}
+	/* The Accept's PSNs against ours, as the responder checked the
+	 * Request's: the answer comes from the QP we were told of. */
+	if (swiw_broker_psn_check(&pd, s->qp->bk_rq_psn, s->qp->bk_sq_psn)) {
+		swiw_err("QP %u: QP %u's Accept does not carry the PSNs this "
+			 "QP was given (rq_psn, sq_psn): refused",
+			 swiw_stream_qpn(s), s->setup->bk.peer_qpn);
+		return false;
+	}
 	return true;
 }
 
