@@ -8,6 +8,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <net/if.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sched.h>
 #include <setjmp.h>
@@ -36,6 +37,9 @@
 
 #define PORT SWIW_BROKER_PORT_DEFAULT
 #define LO "127.0.0.1"
+/* How long the brokers of these tests hold a Request they do not hand
+ * over (SWIW_BROKER_HOLD_MS, set in main). */
+#define HOLD_MS 1000
 
 static const char *broker_bin;
 
@@ -238,6 +242,36 @@ static void expect_reject(const char *bind, uint32_t src, uint32_t dst,
 	assert_int_equal(rep.src_qpn, dst);
 	assert_int_equal(rep.dst_qpn, src);
 	assert_true(rep.nonce == I.nonce);
+}
+
+/*
+ * The answer to a Request that does not prove its peer, whatever is wrong
+ * with it: NOT_READY at the end of the hold, counted from @t0 (when it
+ * was sent), so that neither reason nor timing says which QPs exist.
+ */
+static void refused_late(struct bt_init *I, int fd, uint64_t t0)
+{
+	struct swiw_broker_pd rep;
+	uint64_t dt;
+
+	assert_int_equal(reply_of(I, fd, HOLD_MS + 3000, &rep), BT_REJECTED);
+	dt = now_ms() - t0;
+	assert_int_equal(rep.type, SWIW_BROKER_PD_REJECT);
+	assert_int_equal(rep.reason, SWIW_BROKER_R_NOT_READY);
+	assert_true(rep.nonce == I->nonce);
+	if (dt < HOLD_MS - 100 || dt > HOLD_MS + 2000)
+		fail_msg("refused after %llu ms, not after the %u ms hold",
+			 (unsigned long long)dt, HOLD_MS);
+}
+
+/* A stranger's Request, sent from @bind: refused late. */
+static void expect_refused(const char *bind, uint32_t src, uint32_t dst)
+{
+	uint64_t t0 = now_ms();
+	struct bt_init I;
+	int fd = send_req(LO, bind, src, dst, &I);
+
+	refused_late(&I, fd, t0);
 }
 
 /* Takes the one handed-over connection and accepts it as the engine would. */
@@ -564,6 +598,103 @@ static pid_t open_as_nobody(int res, int hold)
 	_exit(0);
 }
 
+/* The broker's name and port, bound and listening, as systemd's
+ * swiw-broker.socket holds them. */
+static void activation_sockets(int *unix_fd, int *tcp_fd)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	socklen_t len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
+				    strlen(SWIW_BP_NAME));
+	struct sockaddr_in6 a = { .sin6_family = AF_INET6,
+				  .sin6_port = htons(PORT),
+				  .sin6_addr = IN6ADDR_ANY_INIT };
+	int one = 1, zero = 0;
+
+	memcpy(sun.sun_path + 1, SWIW_BP_NAME, strlen(SWIW_BP_NAME));
+	*unix_fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+	assert_true(*unix_fd >= 0);
+	assert_int_equal(bind(*unix_fd, (struct sockaddr *)&sun, len), 0);
+	assert_int_equal(listen(*unix_fd, 64), 0);
+	*tcp_fd = socket(AF_INET6, SOCK_STREAM, 0);
+	assert_true(*tcp_fd >= 0);
+	setsockopt(*tcp_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	setsockopt(*tcp_fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+	assert_int_equal(bind(*tcp_fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(*tcp_fd, 64), 0);
+}
+
+/* Starts the broker as systemd does on activity: the two sockets as
+ * descriptors 3 and 4, LISTEN_PID and LISTEN_FDS naming them. */
+static pid_t activate_broker(int unix_fd, int tcp_fd)
+{
+	pid_t pid = fork();
+	char n[16];
+
+	assert_true(pid >= 0);
+	if (pid)
+		return pid;
+	if (dup2(unix_fd, 3) != 3 || dup2(tcp_fd, 4) != 4)
+		_exit(126);
+	snprintf(n, sizeof(n), "%d", (int)getpid());
+	setenv("LISTEN_PID", n, 1);
+	setenv("LISTEN_FDS", "2", 1);
+	execl(broker_bin, broker_bin, "--idle-ms", "300", (char *)NULL);
+	_exit(127);
+}
+
+/*
+ * Threat model, the broker's name: under systemd's socket activation
+ * (swiw-broker.socket) the name and the port are held while no broker
+ * runs, so no other user can take them; the broker takes both from the
+ * service manager, serves, exits when idle, and the next one started on
+ * the same sockets serves the clients that came meanwhile.
+ */
+static void test_socket_activation(void **state)
+{
+	struct swiw_broker *b;
+	struct bt_init I;
+	uint32_t q, me;
+	int ufd, tfd, fd, st, res[2], r[2];
+	pid_t brk, kid;
+
+	(void)state;
+	activation_sockets(&ufd, &tfd);
+	brk = activate_broker(ufd, tfd);
+	b = open_ok();
+	assert_int_equal(swiw_broker_pid(b), brk);
+	assert_int_equal(swiw_broker_port(b), PORT);
+	/* It serves connections on the inherited port. */
+	q = alloc_ok(b);
+	me = alloc_ok(b);
+	expect_ok(b, q, LO, me, SWIW_BROKER_RESPONDER);
+	fd = send_req(LO, LO, me, q, &I);
+	take_and_accept(b, q, me, LO, &I);
+	expect_accept(&I, fd, me, q);
+	swiw_broker_close(b);
+	/* Idle, it exits; the name stays taken (by the service manager). */
+	assert_int_equal(exit_status(brk, 3000), 0);
+	assert_int_equal(pipe(res), 0);
+	kid = open_as_nobody(res[1], -1);
+	/* nobody comes while no broker runs: its client waits in the
+	 * held socket's queue and cannot start a broker of its own... */
+	sleep_ms(200);
+	brk = activate_broker(ufd, tfd); /* systemd: the socket is busy */
+	assert_int_equal(read(res[0], r, sizeof(r)), sizeof(r));
+	assert_int_equal(r[0], 0);
+	/* ...it is served by root's. */
+	assert_int_equal(r[1], brk);
+	assert_int_equal(waitpid(kid, &st, 0), kid);
+	b = open_ok();
+	assert_int_equal(swiw_broker_pid(b), brk);
+	swiw_broker_close(b);
+	kill(brk, SIGTERM);
+	assert_int_equal(waitpid(brk, &st, 0), brk);
+	close(ufd);
+	close(tfd);
+	close(res[0]);
+	close(res[1]);
+}
+
 /*
  * The broker's abstract name is anybody's to take. A broker another
  * user started (nobody here) is not trusted by root's programs: they
@@ -684,9 +815,9 @@ static void test_sigkill_drops(void **state)
 {
 	struct swiw_broker *b = open_ok();
 	uint32_t me = alloc_ok(b), q[2];
-	struct swiw_broker_pd rep;
 	struct bt_init I;
 	uint8_t g[16];
+	uint64_t t0;
 	int p[2], fd;
 	pid_t kid;
 
@@ -712,14 +843,15 @@ static void test_sigkill_drops(void **state)
 	close(p[1]);
 	assert_int_equal(read(p[0], q, sizeof(q)), sizeof(q));
 	close(p[0]);
+	t0 = now_ms();
 	fd = send_req(LO, LO, me, q[0], &I);
 	assert_false(bt_readable(fd, 200)); /* held for its RTR */
 	kill(kid, SIGKILL);
 	assert_int_equal(waitpid(kid, NULL, 0), kid);
-	assert_int_equal(reply_of(&I, fd, 2000, &rep), BT_REJECTED);
-	assert_int_equal(rep.reason, SWIW_BROKER_R_UNKNOWN_QPN);
-	expect_reject(LO, me, q[1], SWIW_BROKER_R_UNKNOWN_QPN);
-	expect_reject(LO, me, q[0], SWIW_BROKER_R_UNKNOWN_QPN);
+	/* Its QPs went with it: refused as any unknown number is. */
+	refused_late(&I, fd, t0);
+	expect_refused(LO, me, q[1]);
+	expect_refused(LO, me, q[0]);
 	alloc_ok(b);
 	swiw_broker_close(b);
 }
@@ -1047,11 +1179,11 @@ static void test_reject_wrong_peer(void **state)
 	expect_ok(b, q, LO, me, SWIW_BROKER_RESPONDER);
 	/* From another address, the right QPNs: a host guessing numbers. */
 	/* A stranger hears what an unknown QP number gets. */
-	expect_reject("127.0.0.2", me, q, SWIW_BROKER_R_UNKNOWN_QPN);
+	expect_refused("127.0.0.2", me, q);
 	/* The right address, another source QP. */
-	expect_reject(LO, me + 1, q, SWIW_BROKER_R_UNKNOWN_QPN);
+	expect_refused(LO, me + 1, q);
 	/* A QP nobody registered. */
-	expect_reject(LO, me, q ^ 0x800000, SWIW_BROKER_R_UNKNOWN_QPN);
+	expect_refused(LO, me, q ^ 0x800000);
 	/* None of them reached the owner... */
 	assert_false(bt_readable(swiw_broker_event_fd(b), 100));
 	/* ...and the QP still takes the right one, once. */
@@ -1080,6 +1212,7 @@ static void test_reject_wrong_psn(void **state)
 	struct swiw_broker_pd rep;
 	struct bt_init I;
 	uint8_t g[16], first[SWIW_BROKER_PD_LEN];
+	uint64_t t0;
 	struct swiw_broker_pd old = { .type = SWIW_BROKER_PD_REQUEST,
 				      .src_qpn = me,
 				      .dst_qpn = q };
@@ -1091,10 +1224,10 @@ static void test_reject_wrong_psn(void **state)
 	expect_ok(b, q, LO, me, SWIW_BROKER_RESPONDER);
 	/* Another send PSN than the QP's receive PSN: what a stranger
 	 * hears. */
+	t0 = now_ms();
 	fd = send_req_psn(me, q, BT_KNOWN(BT_PSN_I + 1), BT_KNOWN(BT_PSN_R),
 			  &I);
-	assert_int_equal(reply_of(&I, fd, 3000, &rep), BT_REJECTED);
-	assert_int_equal(rep.reason, SWIW_BROKER_R_UNKNOWN_QPN);
+	refused_late(&I, fd, t0);
 	/* The first revision's block, without PSNs: a version refused. */
 	assert_int_equal(
 		swiw_broker_pd_encode(&old, first, sizeof(first), &len), 0);
@@ -1129,19 +1262,20 @@ static void test_reject_wrong_psn(void **state)
 	close(c.fd);
 	expect_accept(&I, fd, me, q);
 
-	/* The same held Request against another send PSN: refused as soon
-	 * as the QP has it. */
+	/* The same held Request against another send PSN: not handed over
+	 * when the QP has it, refused at the end of the hold. */
 	expect_ok(b, q2, LO, me, SWIW_BROKER_RESPONDER);
+	t0 = now_ms();
 	fd = send_req_psn(me, q2, 0, BT_KNOWN(BT_PSN_R), &I);
 	assert_false(bt_readable(fd, 200));
 	assert_int_equal(swiw_broker_sq_psn(b, q2, BT_PSN_R ^ 1), 0);
-	assert_int_equal(reply_of(&I, fd, 1000, &rep), BT_REJECTED);
-	assert_int_equal(rep.reason, SWIW_BROKER_R_UNKNOWN_QPN);
+	refused_late(&I, fd, t0);
+	assert_false(bt_readable(swiw_broker_event_fd(b), 0));
 	/* In RTS both pairs are checked: the right send PSN with a wrong
 	 * receive PSN is refused too. */
+	t0 = now_ms();
 	fd = send_req_psn(me, q2, BT_KNOWN(BT_PSN_I), BT_KNOWN(BT_PSN_R), &I);
-	assert_int_equal(reply_of(&I, fd, 3000, &rep), BT_REJECTED);
-	assert_int_equal(rep.reason, SWIW_BROKER_R_UNKNOWN_QPN);
+	refused_late(&I, fd, t0);
 	fd = send_req_psn(me, q2, BT_KNOWN(BT_PSN_I), BT_KNOWN(BT_PSN_R ^ 1),
 			  &I);
 	assert_true(bt_readable(swiw_broker_event_fd(b), 3000));
@@ -1240,20 +1374,21 @@ static void test_early_held_mismatch(void **state)
 {
 	struct swiw_broker *b = open_ok();
 	uint32_t q = alloc_ok(b), me = alloc_ok(b);
-	struct swiw_broker_pd rep;
 	struct bt_init I1, I2;
+	uint64_t t0;
 	int f1, f2;
 
 	(void)state;
+	t0 = now_ms();
 	f1 = send_req(LO, "127.0.0.3", me, q, &I1);
 	f2 = send_req(LO, LO, me, q, &I2);
 	assert_false(bt_readable(f1, 200));
-	/* RTR: the one from the wrong address is refused, the other handed. */
+	/* RTR: the one from the right address is handed over, the other
+	 * waits out its hold. */
 	expect_ok(b, q, LO, me, SWIW_BROKER_RESPONDER);
-	assert_int_equal(reply_of(&I1, f1, 2000, &rep), BT_REJECTED);
-	assert_int_equal(rep.reason, SWIW_BROKER_R_UNKNOWN_QPN);
 	take_and_accept(b, q, me, LO, &I2);
 	expect_accept(&I2, f2, me, q);
+	refused_late(&I1, f1, t0);
 	swiw_broker_close(b);
 }
 
@@ -1261,19 +1396,17 @@ static void test_held_then_freed(void **state)
 {
 	struct swiw_broker *b = open_ok();
 	uint32_t q = alloc_ok(b), me = alloc_ok(b);
-	struct swiw_broker_pd rep;
 	struct bt_init I;
 	uint64_t t0;
 	int fd;
 
 	(void)state;
+	t0 = now_ms();
 	fd = send_req(LO, LO, me, q, &I);
 	assert_false(bt_readable(fd, 200));
-	t0 = now_ms();
 	assert_int_equal(swiw_broker_qp_free(b, q), 0);
-	assert_int_equal(reply_of(&I, fd, 3000, &rep), BT_REJECTED);
-	assert_int_equal(rep.reason, SWIW_BROKER_R_UNKNOWN_QPN);
-	assert_true(now_ms() - t0 < 1000);
+	/* Gone before its RTR: as if it never was. */
+	refused_late(&I, fd, t0);
 	swiw_broker_close(b);
 }
 
@@ -1353,32 +1486,117 @@ static void test_slowloris(void **state)
 	stop_broker(brk);
 }
 
-static void test_max_pending(void **state)
+/*
+ * Threat model, item 6: connections that never finish their Request,
+ * from the peer's own address or from others, cannot keep the peer out.
+ * At a limit the oldest connection not yet matched makes room (of the
+ * address at its share, else of all), instead of the newcomer being
+ * refused.
+ */
+static void test_flood_no_lockout(void **state)
 {
-	pid_t brk = start_broker("--idle-ms", "0", "--max-pending", "4",
-				 "--max-per-peer", "3", NULL);
-	int fd[6], i;
+	pid_t brk = start_broker("--idle-ms", "0", "--max-pending", "8",
+				 "--max-per-peer", "4", NULL);
+	static const char *const other[] = { "127.0.0.2", "127.0.0.3" };
+	struct swiw_broker *b = open_ok();
+	uint32_t q = alloc_ok(b), me = alloc_ok(b);
+	struct bt_init I;
+	int fl[10], i, fd;
 
 	(void)state;
-	for (i = 0; i < 3; i++)
-		assert_int_equal(bt_dial(LO, PORT, LO, 3000, &fd[i]), 0);
-	/* A fourth from the same address is closed at once... */
-	assert_int_equal(bt_dial(LO, PORT, LO, 3000, &fd[3]), 0);
-	assert_true(closed_by_peer(fd[3], 1000));
-	/* ...one from elsewhere is still taken, up to four in all. */
-	assert_int_equal(bt_dial(LO, PORT, "127.0.0.2", 3000, &fd[4]), 0);
-	assert_false(closed_by_peer(fd[4], 200));
-	assert_int_equal(bt_dial(LO, PORT, "127.0.0.3", 3000, &fd[5]), 0);
-	assert_true(closed_by_peer(fd[5], 1000));
-	for (i = 0; i < 3; i++)
-		assert_false(closed_by_peer(fd[i], 0));
-	for (i = 0; i < 6; i++)
-		close(fd[i]);
-	/* Room again once they are gone. */
+	expect_ok(b, q, LO, me, SWIW_BROKER_RESPONDER);
+	/* Silent ones: four from the peer's address (its share), four
+	 * from others (the broker is full). */
+	for (i = 0; i < 8; i++) {
+		assert_int_equal(bt_dial(LO, PORT, i < 4 ? LO : other[i & 1],
+					 3000, &fl[i]),
+				 0);
+		sleep_ms(5); /* in this order */
+	}
 	sleep_ms(100);
-	assert_int_equal(bt_dial(LO, PORT, "127.0.0.3", 3000, &fd[0]), 0);
-	assert_false(closed_by_peer(fd[0], 200));
-	close(fd[0]);
+	/* The real peer gets through; its address's oldest silent one
+	 * made room. */
+	fd = send_req(LO, LO, me, q, &I);
+	take_and_accept(b, q, me, LO, &I);
+	expect_accept(&I, fd, me, q);
+	assert_true(closed_by_peer(fl[0], 1000));
+	for (i = 1; i < 8; i++)
+		assert_false(closed_by_peer(fl[i], 0));
+	/* A full broker and a new address: the oldest of all goes. */
+	assert_int_equal(bt_dial(LO, PORT, "127.0.0.4", 3000, &fl[8]), 0);
+	assert_false(closed_by_peer(fl[8], 200));
+	assert_int_equal(bt_dial(LO, PORT, "127.0.0.5", 3000, &fl[9]), 0);
+	assert_true(closed_by_peer(fl[1], 1000));
+	assert_false(closed_by_peer(fl[9], 200));
+	for (i = 2; i < 9; i++)
+		assert_false(closed_by_peer(fl[i], 0));
+	for (i = 0; i < 10; i++)
+		close(fl[i]);
+	swiw_broker_close(b);
+	stop_broker(brk);
+}
+
+/* As nobody: opens sessions and takes QP numbers; reports the results. */
+struct user_report {
+	int open[3]; /* three sessions */
+	int alloc[4]; /* four QP numbers over the first two */
+};
+
+static void user_child(int res)
+{
+	struct swiw_broker *s[3] = { NULL, NULL, NULL };
+	struct user_report r;
+	uint32_t q;
+	int i;
+
+	memset(&r, 0, sizeof(r));
+	if (setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534))
+		_exit(2);
+	for (i = 0; i < 3; i++)
+		r.open[i] = swiw_broker_open(NULL, &s[i]);
+	for (i = 0; i < 4; i++)
+		r.alloc[i] = s[i & 1] ? swiw_broker_qp_alloc(s[i & 1], &q) :
+					EBADF;
+	if (write(res, &r, sizeof(r)) != sizeof(r))
+		_exit(3);
+	_exit(0);
+}
+
+/*
+ * Threat model, item 6: one local user cannot take every client slot or
+ * QP number of the broker: each uid but root has a share.
+ */
+static void test_user_limits(void **state)
+{
+	pid_t brk = start_broker("--idle-ms", "0", "--max-user-clients", "2",
+				 "--max-user-qps", "3", NULL);
+	struct swiw_broker *b = open_ok();
+	struct user_report r;
+	int res[2], i, st;
+	pid_t kid;
+
+	(void)state;
+	assert_int_equal(pipe(res), 0);
+	kid = fork();
+	assert_true(kid >= 0);
+	if (!kid)
+		user_child(res[1]);
+	assert_int_equal(read(res[0], &r, sizeof(r)), sizeof(r));
+	assert_int_equal(waitpid(kid, &st, 0), kid);
+	close(res[0]);
+	close(res[1]);
+	assert_int_equal(r.open[0], 0);
+	assert_int_equal(r.open[1], 0);
+	assert_int_not_equal(r.open[2], 0); /* a third client of nobody */
+	for (i = 0; i < 3; i++)
+		assert_int_equal(r.alloc[i], 0);
+	assert_int_equal(r.alloc[3], ENOSPC); /* a fourth QP of nobody */
+	/* Root is not counted: more clients and QPs than the share. */
+	for (i = 0; i < 5; i++)
+		alloc_ok(b);
+	swiw_broker_close(b);
+	b = open_ok();
+	swiw_broker_close(b);
 	stop_broker(brk);
 }
 
@@ -1498,11 +1716,13 @@ int main(void)
 		cmocka_unit_test_setup(test_held_then_freed, new_netns),
 		cmocka_unit_test_setup(test_early_held_timeout, new_netns),
 		cmocka_unit_test_setup(test_slowloris, new_netns),
-		cmocka_unit_test_setup(test_max_pending, new_netns),
+		cmocka_unit_test_setup(test_flood_no_lockout, new_netns),
+		cmocka_unit_test_setup(test_user_limits, new_netns),
 		cmocka_unit_test_setup(test_dial_retry_until_broker, new_netns),
 		cmocka_unit_test_setup(test_dial_timeout, new_netns),
 		cmocka_unit_test_setup(test_idle_exit, new_netns),
 		cmocka_unit_test_setup(test_untrusted_broker, new_netns),
+		cmocka_unit_test_setup(test_socket_activation, new_netns),
 	};
 
 	if (geteuid()) {
@@ -1516,6 +1736,8 @@ int main(void)
 			"FAIL: SWIW_BROKER must name the swiw-broker executable\n");
 		return 1;
 	}
+	/* The brokers these tests start hold Requests for HOLD_MS. */
+	setenv("SWIW_BROKER_HOLD_MS", "1000", 1);
 	if (getenv("SWIW_TEST_FILTER"))
 		cmocka_set_test_filter(getenv("SWIW_TEST_FILTER"));
 	/* A thousand connections at once in test_queued_hand_over. */

@@ -67,8 +67,11 @@ for pkg in swiw swiw-dkms swiw-dev; do
 	pkg_compare "$pkg" "$OUT/$pkg.expected" "$OUT/$pkg.shipped"
 	scripts=$(dpkg-deb --ctrl-tarfile "$deb" | tar -t | sed 's|^\./||' |
 		grep -Ev '^(|control|md5sums|conffiles)$' | sort | tr '\n' ' ')
+	# dh_dkms's for the module; dh_installsystemd's for the broker's
+	# socket unit.
 	want=''
 	[ "$pkg" != swiw-dkms ] || want='postinst prerm '
+	[ "$pkg" != swiw ] || want='postinst postrm prerm '
 	[ "$scripts" = "$want" ] ||
 		check_fail "$pkg has maintainer files '$scripts', expected '$want'"
 done

@@ -6,9 +6,16 @@
  *
  * Every connection is bounded: request_ms to deliver a whole Request,
  * counted from accept and not extended by progress (a slowloris gains
- * nothing by trickling); hold_ms waiting for its QP's RTR; max_pending
- * connections in all, max_per_peer from one address, beyond which new
- * ones are closed at once.
+ * nothing by trickling); hold_ms for a Request that cannot be handed over
+ * (yet). At most max_pending connections in all and max_per_peer from one
+ * address: beyond either, the oldest one not yet matched (from that
+ * address, or of all) makes room, so a flood cannot lock a peer out, it
+ * can only race it.
+ *
+ * A Request that does not prove its peer (an unknown QP number, a QP not
+ * in RTR, another address, source QP or PSN) is held to its deadline and
+ * answered NOT_READY, whatever was wrong: neither the answer nor its
+ * timing tells a stranger which QP numbers exist. Only the log says why.
  */
 #include <errno.h>
 #include <netinet/tcp.h>
@@ -20,9 +27,72 @@
 
 #include "swiw_broker_daemon.h"
 
+static unsigned int peer_slot(const struct brk *b, const uint8_t a[16])
+{
+	uint64_t lo, hi;
+
+	memcpy(&lo, a, 8);
+	memcpy(&hi, a + 8, 8);
+	return (unsigned int)(((lo ^ b->peer_key[0]) * 0x9e3779b97f4a7c15ull +
+			       (hi ^ b->peer_key[1]) * 0xc2b2ae3d27d4eb4full) >>
+			      54) %
+	       BRK_PEER_HASH;
+}
+
+static struct brk_peer *peer_find(struct brk *b, const uint8_t a[16])
+{
+	struct brk_peer *p;
+
+	for (p = b->peer_hash[peer_slot(b, a)]; p; p = p->hnext)
+		if (!memcmp(p->addr, a, 16))
+			return p;
+	return NULL;
+}
+
+static struct brk_peer *peer_get(struct brk *b, const uint8_t a[16])
+{
+	struct brk_peer *p = peer_find(b, a);
+	unsigned int slot;
+
+	if (p)
+		return p;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	memcpy(p->addr, a, 16);
+	slot = peer_slot(b, a);
+	p->hnext = b->peer_hash[slot];
+	b->peer_hash[slot] = p;
+	return p;
+}
+
+static void peer_put(struct brk *b, struct brk_peer *p)
+{
+	struct brk_peer **pp;
+
+	if (p->n)
+		return;
+	for (pp = &b->peer_hash[peer_slot(b, p->addr)]; *pp; pp = &(*pp)->hnext)
+		if (*pp == p) {
+			*pp = p->hnext;
+			break;
+		}
+	free(p);
+}
+
 /* Oldest first: held Requests are settled in the order they came. */
 static void conn_link(struct brk *b, struct brk_conn *c)
 {
+	struct brk_peer *p = c->pe;
+
+	c->pnext = NULL;
+	c->pprev = p->tail;
+	if (p->tail)
+		p->tail->pnext = c;
+	else
+		p->head = c;
+	p->tail = c;
+	p->n++;
 	c->next = NULL;
 	c->prev = b->conns_tail;
 	if (b->conns_tail)
@@ -35,6 +105,19 @@ static void conn_link(struct brk *b, struct brk_conn *c)
 
 static void conn_unlink(struct brk *b, struct brk_conn *c)
 {
+	struct brk_peer *p = c->pe;
+
+	if (c->pprev)
+		c->pprev->pnext = c->pnext;
+	else
+		p->head = c->pnext;
+	if (c->pnext)
+		c->pnext->pprev = c->pprev;
+	else
+		p->tail = c->pprev;
+	p->n--;
+	peer_put(b, p);
+	c->pe = NULL;
 	/* c->next stays: a walk that saved it goes on from here. */
 	if (c->prev)
 		c->prev->next = c->next;
@@ -124,15 +207,47 @@ void brk_conn_reject(struct brk *b, struct brk_conn *c, unsigned int reason)
 	conn_reject_why(b, c, reason, reason);
 }
 
-static unsigned int conns_from(const struct brk *b, const uint8_t peer[16])
+/*
+ * The oldest connection of a list (the address's, or all) that is not
+ * matched yet: one still sending its Request first, else a held one.
+ */
+static struct brk_conn *oldest_unmatched(struct brk_conn *first, bool of_peer)
 {
-	const struct brk_conn *c;
-	unsigned int n = 0;
+	struct brk_conn *c, *held = NULL;
 
-	for (c = b->conns; c; c = c->next)
-		if (!memcmp(c->peer, peer, 16))
-			n++;
-	return n;
+	for (c = first; c; c = of_peer ? c->pnext : c->next) {
+		if (c->state == BRK_C_READ)
+			return c;
+		if (c->state == BRK_C_HELD && !held)
+			held = c;
+	}
+	return held;
+}
+
+/*
+ * Makes room for a new connection from @p; false if every one is
+ * matched. The caller holds @p (a count of one more) meanwhile.
+ */
+static bool conn_make_room(struct brk *b, struct brk_peer *p)
+{
+	bool of_peer = p->n - 1 >= b->o.max_per_peer;
+	struct brk_conn *v;
+	char peer[64];
+
+	if (!of_peer && b->nconns < b->o.max_pending)
+		return true;
+	v = oldest_unmatched(of_peer ? p->head : b->conns, of_peer);
+	if (!v)
+		return false;
+	brk_addr_str(v->peer, peer, sizeof(peer));
+	brk_log_peer(BRK_LOG_WARN,
+		     "%u pending connections (%u from %s): dropped %s's oldest",
+		     b->nconns, v->pe->n, peer, peer);
+	if (v->state == BRK_C_HELD)
+		conn_reject_why(b, v, SWIW_BROKER_R_NOT_READY, v->why);
+	else
+		brk_conn_close(b, v);
+	return true;
 }
 
 static void addr_get(const struct sockaddr_storage *ss, struct swiw_bp_addr *a)
@@ -161,6 +276,7 @@ void brk_tcp_accept(struct brk *b)
 	socklen_t sl;
 	char peer[64];
 	int fd, i, one = 1;
+	bool room;
 
 	swiw_mpa_cfg_init(&cfg);
 	cfg.request_timeout_ms = b->o.request_ms;
@@ -193,12 +309,20 @@ void brk_tcp_accept(struct brk *b)
 		if (!getsockname(fd, (struct sockaddr *)&ss, &sl))
 			addr_get(&ss, &c->local_addr);
 		conn_peer_str(c, peer, sizeof(peer));
-		if (b->nconns >= b->o.max_pending ||
-		    conns_from(b, c->peer) >= b->o.max_per_peer) {
+		c->pe = peer_get(b, c->peer);
+		room = false;
+		if (c->pe) {
+			c->pe->n++; /* the address stays while room is made */
+			room = conn_make_room(b, c->pe);
+			c->pe->n--;
+		}
+		if (!room) {
 			brk_log_peer(
 				BRK_LOG_WARN,
-				"too many pending connections (%u, from %s %u): closed",
-				b->nconns, peer, conns_from(b, c->peer));
+				"%u pending connections, all matched: %s closed",
+				b->nconns, peer);
+			if (c->pe)
+				peer_put(b, c->pe);
 			close(fd);
 			free(c);
 			continue;
@@ -210,6 +334,7 @@ void brk_tcp_accept(struct brk *b)
 		c->need = sizeof(struct mpa_rr);
 		c->deadline = brk_now() + b->o.request_ms;
 		if (brk_epoll_add(b, fd, EPOLLIN | EPOLLRDHUP, &c->ev)) {
+			peer_put(b, c->pe);
 			close(fd);
 			free(c);
 			continue;
@@ -263,57 +388,45 @@ static void conn_hand_over(struct brk *b, struct brk_conn *c, struct brk_qp *q)
 
 /*
  * Decides what to do with a Request read whole (or held): hand it over,
- * hold it, or refuse it. A Request is judged against the expectation
- * first, so the peer hears what was wrong with it even when the QP is
- * taken. It must match a PSN the application gave the QP: its send PSN
+ * or hold it. It must name a QP in RTR that expects its address and
+ * source QP, and match a PSN the application gave the QP: its send PSN
  * the QP's receive PSN (from RTR), or its receive PSN the QP's send PSN
- * (from RTS); one it cannot be checked by yet is held for the QP's RTS.
+ * (from RTS). One that proves all that hears at once if the QP cannot
+ * take it (ROLE, CONNECTED); anything else waits (see the top).
  */
 static void conn_match(struct brk *b, struct brk_conn *c)
 {
 	struct brk_qp *q = brk_qp_find(b, c->pd.dst_qpn);
+	unsigned int why = SWIW_BROKER_R_NONE;
 	int psn;
 
-	if (!q) {
-		brk_conn_reject(b, c, SWIW_BROKER_R_UNKNOWN_QPN);
-		return;
+	if (!q)
+		why = SWIW_BROKER_R_UNKNOWN_QPN;
+	else if (q->state == BRK_QP_REGISTERED)
+		why = SWIW_BROKER_R_NOT_READY; /* its owner is not at RTR */
+	else if (memcmp(c->peer, q->peer_gid, 16))
+		why = SWIW_BROKER_R_WRONG_PEER_ADDR;
+	else if (c->pd.src_qpn != q->peer_qpn)
+		why = SWIW_BROKER_R_WRONG_PEER_QPN;
+	if (!why) {
+		psn = swiw_broker_psn_check(&c->pd, q->rq_psn, q->sq_psn);
+		if (psn == EACCES)
+			why = SWIW_BROKER_R_WRONG_PSN;
+		else if (psn == EAGAIN) /* nothing to check it by until RTS */
+			why = SWIW_BROKER_R_NOT_READY;
 	}
-	if (q->state == BRK_QP_REGISTERED) {
-		/* Early: its owner has not moved it to RTR yet. */
+	if (why) {
+		c->why = (uint16_t)why;
 		if (c->state == BRK_C_READ)
 			conn_park(b, c, BRK_C_HELD, brk_now() + b->o.hold_ms);
 		return;
 	}
-	/* Whoever is not the QP's peer hears what a QP number nobody has
-	 * answers: the reason does not tell a stranger the QP exists. Our
-	 * log says what was wrong. */
-	if (memcmp(c->peer, q->peer_gid, 16)) {
-		conn_reject_why(b, c, SWIW_BROKER_R_UNKNOWN_QPN,
-				SWIW_BROKER_R_WRONG_PEER_ADDR);
-		return;
-	}
-	if (c->pd.src_qpn != q->peer_qpn) {
-		conn_reject_why(b, c, SWIW_BROKER_R_UNKNOWN_QPN,
-				SWIW_BROKER_R_WRONG_PEER_QPN);
-		return;
-	}
-	psn = swiw_broker_psn_check(&c->pd, q->rq_psn, q->sq_psn);
-	if (psn == EACCES) {
-		conn_reject_why(b, c, SWIW_BROKER_R_UNKNOWN_QPN,
-				SWIW_BROKER_R_WRONG_PSN);
-		return;
-	}
-	if (q->state == BRK_QP_INITIATOR) {
+	if (q->state == BRK_QP_INITIATOR)
 		brk_conn_reject(b, c, SWIW_BROKER_R_ROLE);
-	} else if (q->state == BRK_QP_HANDED) {
+	else if (q->state == BRK_QP_HANDED)
 		brk_conn_reject(b, c, SWIW_BROKER_R_CONNECTED);
-	} else if (psn == EAGAIN) {
-		/* Nothing to check it by until the QP's RTS. */
-		if (c->state == BRK_C_READ)
-			conn_park(b, c, BRK_C_HELD, brk_now() + b->o.hold_ms);
-	} else {
+	else
 		conn_hand_over(b, c, q);
-	}
 }
 
 static void conn_request(struct brk *b, struct brk_conn *c)
@@ -441,7 +554,7 @@ void brk_conn_timeouts(struct brk *b, uint64_t now, uint64_t *next)
 			brk_conn_close(b, c);
 			break;
 		case BRK_C_HELD:
-			brk_conn_reject(b, c, SWIW_BROKER_R_NOT_READY);
+			conn_reject_why(b, c, SWIW_BROKER_R_NOT_READY, c->why);
 			break;
 		default:
 			brk_log(BRK_LOG_WARN,

@@ -36,13 +36,15 @@ struct brk_opts {
 	bool spawned; /* started by a client: detach, log to syslog */
 	unsigned int idle_ms; /* exit after this long without clients; 0 never */
 	unsigned int request_ms; /* to receive a whole MPA Request */
-	unsigned int hold_ms; /* to wait for the QP's RTR */
+	unsigned int hold_ms; /* a Request not handed over waits this long */
 	unsigned int hello_ms; /* for a new client's HELLO */
 	unsigned int max_pending; /* TCP connections not yet handed over */
 	unsigned int max_per_peer; /* of those, from one address */
 	unsigned int max_qps; /* registered QPs, all sessions */
 	unsigned int max_session_qps;
 	unsigned int max_sessions;
+	unsigned int max_user_qps; /* of one uid but root, all its sessions */
+	unsigned int max_user_sessions;
 };
 
 enum brk_kind {
@@ -83,6 +85,13 @@ struct brk_qp {
 	struct brk_qp *snext, *sprev; /* the session's QPs */
 };
 
+/* What one uid holds, over all its sessions (root is not counted). */
+struct brk_user {
+	uid_t uid;
+	unsigned int nsessions, nqps;
+	struct brk_user *next;
+};
+
 struct brk_session {
 	struct brk_ev ctl_ev;
 	struct brk_ev evt_ev;
@@ -90,6 +99,7 @@ struct brk_session {
 	unsigned int id;
 	pid_t pid; /* SO_PEERCRED at accept */
 	uid_t uid;
+	struct brk_user *u; /* NULL for root */
 	uint64_t hello_deadline;
 	unsigned int nqps;
 	struct brk_qp *qps;
@@ -104,11 +114,22 @@ enum brk_conn_state {
 	BRK_C_QUEUED, /* matched; the owner's event socket is full */
 };
 
+/* The pending connections from one address. */
+struct brk_peer {
+	uint8_t addr[16];
+	unsigned int n;
+	struct brk_conn *head, *tail; /* oldest first */
+	struct brk_peer *hnext;
+};
+
+#define BRK_PEER_HASH 1024
+
 struct brk_conn {
 	struct brk_ev ev;
 	int fd;
 	uint8_t state; /* enum brk_conn_state */
 	bool dead;
+	uint16_t why; /* held: what keeps it from its QP (a reason, logged) */
 	uint64_t deadline;
 	uint8_t peer[16]; /* IPv6, IPv4 mapped */
 	struct swiw_bp_addr peer_addr, local_addr;
@@ -122,6 +143,8 @@ struct brk_conn {
 	struct brk_session *qs; /* BRK_C_QUEUED: whose queue */
 	struct brk_conn *qnext;
 	struct brk_conn *next, *prev; /* every live one, oldest first */
+	struct brk_peer *pe; /* its address's */
+	struct brk_conn *pnext, *pprev; /* the address's, oldest first */
 };
 
 struct brk {
@@ -140,8 +163,11 @@ struct brk {
 	/* Sessions and connections. */
 	struct brk_session *sessions;
 	unsigned int nsessions, next_session_id;
+	struct brk_user *users;
 	struct brk_conn *conns, *conns_tail; /* oldest first */
 	unsigned int nconns;
+	struct brk_peer *peer_hash[BRK_PEER_HASH];
+	uint64_t peer_key[2]; /* random: an address cannot pick its chain */
 	/* Closed in this batch, freed after it. */
 	struct brk_session *dead_sessions;
 	struct brk_conn *dead_conns;

@@ -16,6 +16,10 @@
  * It exits when it has had no client and no pending connection for
  * idle_ms: it closes the unix name first, so a client arriving then
  * starts the next broker, whose TCP bind waits for ours to close.
+ *
+ * Under systemd (swiw-broker.socket) it binds neither: it takes both
+ * sockets from the service manager (LISTEN_FDS), which holds them while
+ * no broker runs and starts one when a client or a peer comes.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -24,10 +28,13 @@
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -54,6 +61,9 @@ _Static_assert((int)BRK_LOG_ERR == (int)SWIW_LOG_ERR &&
 #define DEFAULT_MAX_QPS (1u << 20)
 #define DEFAULT_MAX_SESSION_QPS (1u << 18)
 #define DEFAULT_MAX_SESSIONS 4096
+/* A quarter each: it takes four local users to crowd out a fifth. */
+#define DEFAULT_MAX_USER_QPS (DEFAULT_MAX_QPS / 4)
+#define DEFAULT_MAX_USER_SESSIONS (DEFAULT_MAX_SESSIONS / 4)
 #define TCP_BIND_WAIT_MS 2000
 
 /* --- logging ------------------------------------------------------------- */
@@ -193,16 +203,20 @@ static void usage(FILE *f)
 		"  --idle-ms N       exit after N ms without clients; 0: never\n"
 		"                    (default: $SWIW_BROKER_IDLE_MS, else %u)\n"
 		"  --request-ms N    time to receive an MPA Request (%u)\n"
-		"  --hold-ms N       time a Request waits for its QP's RTR (%u)\n"
+		"  --hold-ms N       time a Request not handed over is held\n"
+		"                    (default: $SWIW_BROKER_HOLD_MS, else %u)\n"
 		"  --max-pending N   connections not yet handed over (%u)\n"
 		"  --max-per-peer N  of those, from one address (%u)\n"
+		"  --max-user-qps N  QP numbers of one user but root (%u)\n"
+		"  --max-user-clients N  clients of one user but root (%u)\n"
 		"  --spawned         started by a client: detach, log to syslog\n"
 		"  --help, --version\n"
 		"\n"
 		"Exit status: 0 serving, or another broker serves this namespace;\n"
 		"2 usage; 3 the TCP port is taken; 4 other failure.\n",
 		SWIW_BROKER_PORT_DEFAULT, DEFAULT_IDLE_MS, DEFAULT_REQUEST_MS,
-		DEFAULT_HOLD_MS, DEFAULT_MAX_PENDING, DEFAULT_MAX_PER_PEER);
+		DEFAULT_HOLD_MS, DEFAULT_MAX_PENDING, DEFAULT_MAX_PER_PEER,
+		DEFAULT_MAX_USER_QPS, DEFAULT_MAX_USER_SESSIONS);
 }
 
 static bool parse_uint(const char *s, unsigned long max, unsigned int *v)
@@ -229,6 +243,8 @@ static int parse_opts(struct brk_opts *o, int argc, char **argv)
 		O_HOLD,
 		O_PEND,
 		O_PEER,
+		O_UQPS,
+		O_USESS,
 		O_SPAWN,
 		O_HELP,
 		O_VER
@@ -240,13 +256,17 @@ static int parse_opts(struct brk_opts *o, int argc, char **argv)
 		{ "hold-ms", required_argument, NULL, O_HOLD },
 		{ "max-pending", required_argument, NULL, O_PEND },
 		{ "max-per-peer", required_argument, NULL, O_PEER },
+		{ "max-user-qps", required_argument, NULL, O_UQPS },
+		{ "max-user-clients", required_argument, NULL, O_USESS },
 		{ "spawned", no_argument, NULL, O_SPAWN },
 		{ "help", no_argument, NULL, O_HELP },
 		{ "version", no_argument, NULL, O_VER },
 		{ NULL, 0, NULL, 0 },
 	};
-	/* Brokers started on demand take their idle time from here. */
+	/* Brokers started on demand take their idle and hold times from
+	 * here (tests shorten them). */
 	const char *idle = secure_getenv("SWIW_BROKER_IDLE_MS");
+	const char *hold = secure_getenv("SWIW_BROKER_HOLD_MS");
 	unsigned int port = 0;
 	bool ok = true;
 	int c;
@@ -258,12 +278,19 @@ static int parse_opts(struct brk_opts *o, int argc, char **argv)
 			"swiw-broker: SWIW_BROKER_IDLE_MS is not a number of ms, ignored\n");
 	o->request_ms = DEFAULT_REQUEST_MS;
 	o->hold_ms = DEFAULT_HOLD_MS;
+	if (hold && (!parse_uint(hold, 600000, &o->hold_ms) || !o->hold_ms)) {
+		o->hold_ms = DEFAULT_HOLD_MS;
+		fprintf(stderr,
+			"swiw-broker: SWIW_BROKER_HOLD_MS is not a number of ms, ignored\n");
+	}
 	o->hello_ms = DEFAULT_HELLO_MS;
 	o->max_pending = DEFAULT_MAX_PENDING;
 	o->max_per_peer = DEFAULT_MAX_PER_PEER;
 	o->max_qps = DEFAULT_MAX_QPS;
 	o->max_session_qps = DEFAULT_MAX_SESSION_QPS;
 	o->max_sessions = DEFAULT_MAX_SESSIONS;
+	o->max_user_qps = DEFAULT_MAX_USER_QPS;
+	o->max_user_sessions = DEFAULT_MAX_USER_SESSIONS;
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (c) {
 		case O_PORT:
@@ -287,6 +314,16 @@ static int parse_opts(struct brk_opts *o, int argc, char **argv)
 		case O_PEER:
 			ok = parse_uint(optarg, 1u << 20, &o->max_per_peer) &&
 			     o->max_per_peer;
+			break;
+		case O_UQPS:
+			ok = parse_uint(optarg, DEFAULT_MAX_QPS,
+					&o->max_user_qps) &&
+			     o->max_user_qps;
+			break;
+		case O_USESS:
+			ok = parse_uint(optarg, DEFAULT_MAX_SESSIONS,
+					&o->max_user_sessions) &&
+			     o->max_user_sessions;
 			break;
 		case O_SPAWN:
 			o->spawned = true;
@@ -359,6 +396,76 @@ static int unix_listen(struct brk *b)
 	}
 	b->unix_fd = fd;
 	return 0;
+}
+
+/* Is @ss (of @len) the broker's abstract name? */
+static bool is_broker_name(const struct sockaddr_storage *ss, socklen_t len)
+{
+	const struct sockaddr_un *sun = (const struct sockaddr_un *)ss;
+	size_t n = strlen(SWIW_BP_NAME);
+
+	return ss->ss_family == AF_UNIX &&
+	       len == offsetof(struct sockaddr_un, sun_path) + 1 + n &&
+	       !sun->sun_path[0] && !memcmp(sun->sun_path + 1, SWIW_BP_NAME, n);
+}
+
+/*
+ * Sockets a service manager opened for us (systemd's socket activation:
+ * LISTEN_PID is ours, LISTEN_FDS of them from descriptor 3). The name
+ * and the port then stay bound while no broker runs, so that no other
+ * user can take them first (swiw-security(7)).
+ */
+static void inherited_sockets(struct brk *b)
+{
+	const char *lpid = secure_getenv("LISTEN_PID");
+	const char *lfds = secure_getenv("LISTEN_FDS");
+	unsigned int pid, n, i;
+	struct sockaddr_storage ss;
+	socklen_t sl, tl;
+	int fd, type;
+
+	if (!lpid || !lfds || !parse_uint(lpid, INT_MAX, &pid) ||
+	    pid != (unsigned int)getpid() || !parse_uint(lfds, 64, &n))
+		return;
+	unsetenv("LISTEN_PID");
+	unsetenv("LISTEN_FDS");
+	unsetenv("LISTEN_FDNAMES");
+	for (i = 0; i < n; i++) {
+		fd = 3 + (int)i;
+		sl = sizeof(ss);
+		tl = sizeof(type);
+		memset(&ss, 0, sizeof(ss));
+		if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) ||
+		    getsockname(fd, (struct sockaddr *)&ss, &sl)) {
+			brk_log(BRK_LOG_WARN,
+				"inherited descriptor %d is not a socket: ignored",
+				fd);
+			continue;
+		}
+		fcntl(fd, F_SETFD, FD_CLOEXEC);
+		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+		if (type == SOCK_SEQPACKET && b->unix_fd < 0 &&
+		    is_broker_name(&ss, sl)) {
+			b->unix_fd = fd;
+		} else if (type == SOCK_STREAM && b->tcp_fd < 0 &&
+			   (ss.ss_family == AF_INET ||
+			    ss.ss_family == AF_INET6)) {
+			b->tcp_fd = fd;
+			/* Clients learn the port in HELLO's reply. */
+			b->o.port = ntohs(
+				ss.ss_family == AF_INET ?
+					((struct sockaddr_in *)&ss)->sin_port :
+					((struct sockaddr_in6 *)&ss)->sin6_port);
+		} else {
+			brk_log(BRK_LOG_WARN,
+				"inherited socket %d is neither @%s nor a TCP listener: closed",
+				fd, SWIW_BP_NAME);
+			close(fd);
+		}
+	}
+	brk_log(BRK_LOG_INFO, "socket activated:%s%s",
+		b->unix_fd >= 0 ? " @" SWIW_BP_NAME : "",
+		b->tcp_fd >= 0 ? " and the TCP port" : "");
 }
 
 static int tcp_socket(int family, uint16_t port, int *out)
@@ -592,7 +699,8 @@ int main(int argc, char **argv)
 	b.unix_ev.kind = BRK_UNIX_LISTEN;
 	b.tcp_ev.kind = BRK_TCP_LISTEN;
 
-	err = unix_listen(&b);
+	inherited_sockets(&b);
+	err = b.unix_fd >= 0 ? 0 : unix_listen(&b);
 	if (err == EADDRINUSE) {
 		brk_log(BRK_LOG_INFO,
 			"another broker serves this network namespace");
@@ -603,7 +711,7 @@ int main(int argc, char **argv)
 			strerror(err));
 		return BRK_EXIT_FAIL;
 	}
-	err = tcp_listen(&b);
+	err = b.tcp_fd >= 0 ? 0 : tcp_listen(&b);
 	if (err) {
 		brk_log(BRK_LOG_ERR, "cannot listen on TCP port %u: %s",
 			b.o.port, strerror(err));
@@ -626,8 +734,11 @@ int main(int argc, char **argv)
 		brk_log(BRK_LOG_ERR, "cannot set up: %s", strerror(errno));
 		return BRK_EXIT_FAIL;
 	}
+	if (getrandom(b.peer_key, sizeof(b.peer_key), 0) != sizeof(b.peer_key))
+		b.peer_key[0] = brk_now() ^ (uint64_t)getpid() << 32;
 	brk_log(BRK_LOG_INFO, "serving TCP port %u, protocol %u", b.o.port,
 		SWIW_BP_VERSION);
+
 	run(&b);
 	shutdown_all(&b);
 	if (log_file)

@@ -134,7 +134,8 @@ static const char *const reason_str[] = {
 		"the peer QP expects another address (GID)",
 	[SWIW_BROKER_R_WRONG_PEER_QPN] =
 		"the peer QP expects another QP number",
-	[SWIW_BROKER_R_NOT_READY] = "the peer QP did not reach RTR in time",
+	[SWIW_BROKER_R_NOT_READY] =
+		"the peer's broker did not hand it to a QP in time (no QP of that number in RTR expecting this QP, address and PSNs; its log says which)",
 	[SWIW_BROKER_R_ROLE] =
 		"the peer QP connects out itself (both sides think they initiate)",
 	[SWIW_BROKER_R_CONNECTED] = "the peer QP is already connected",

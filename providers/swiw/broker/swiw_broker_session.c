@@ -135,7 +135,10 @@ static int qp_alloc(struct brk *b, struct brk_session *s, uint32_t *qpn)
 	struct brk_qp *q;
 	uint32_t n;
 
-	if (s->nqps >= b->o.max_session_qps || b->nqps >= b->o.max_qps)
+	/* Root is trusted: the limits are for everybody else. */
+	if (s->u &&
+	    (s->nqps >= b->o.max_session_qps || b->nqps >= b->o.max_qps ||
+	     s->u->nqps >= b->o.max_user_qps))
 		return ENOSPC;
 	if (b->qpn_epoch >= QPN_EPOCH)
 		qpn_new_epoch(b);
@@ -153,6 +156,8 @@ static int qp_alloc(struct brk *b, struct brk_session *s, uint32_t *qpn)
 	q->qpn = n;
 	q->state = BRK_QP_REGISTERED;
 	q->s = s;
+	if (s->u)
+		s->u->nqps++;
 	q->hnext = b->qp_hash[qp_slot(b, n)];
 	b->qp_hash[qp_slot(b, n)] = q;
 	q->snext = s->qps;
@@ -183,7 +188,43 @@ static void qp_remove(struct brk *b, struct brk_qp *q)
 		q->snext->sprev = q->sprev;
 	s->nqps--;
 	b->nqps--;
+	if (s->u)
+		s->u->nqps--;
 	free(q);
+}
+
+/*
+ * Every uid but root has a share of sessions and QP numbers, so that one
+ * local user cannot take them all from the others.
+ */
+static struct brk_user *user_get(struct brk *b, uid_t uid)
+{
+	struct brk_user *u;
+
+	for (u = b->users; u; u = u->next)
+		if (u->uid == uid)
+			return u;
+	u = calloc(1, sizeof(*u));
+	if (!u)
+		return NULL;
+	u->uid = uid;
+	u->next = b->users;
+	b->users = u;
+	return u;
+}
+
+static void user_put(struct brk *b, struct brk_user *u)
+{
+	struct brk_user **pp;
+
+	if (u->nsessions || u->nqps)
+		return;
+	for (pp = &b->users; *pp; pp = &(*pp)->next)
+		if (*pp == u) {
+			*pp = u->next;
+			break;
+		}
+	free(u);
 }
 
 /* --- sessions ----------------------------------------------------------- */
@@ -208,13 +249,6 @@ void brk_unix_accept(struct brk *b)
 			}
 			return;
 		}
-		if (b->nsessions >= b->o.max_sessions) {
-			brk_log(BRK_LOG_WARN,
-				"%u clients already; refusing another",
-				b->nsessions);
-			close(fd);
-			continue;
-		}
 		s = calloc(1, sizeof(*s));
 		if (!s) {
 			close(fd);
@@ -226,12 +260,44 @@ void brk_unix_accept(struct brk *b)
 		s->evt = -1;
 		s->id = ++b->next_session_id;
 		cl = sizeof(cred);
-		if (!getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl)) {
-			s->pid = cred.pid;
-			s->uid = cred.uid;
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl)) {
+			close(fd);
+			free(s);
+			continue;
+		}
+		s->pid = cred.pid;
+		s->uid = cred.uid;
+		/* Root is trusted: the limits are for everybody else. */
+		if (cred.uid && b->nsessions >= b->o.max_sessions) {
+			brk_log(BRK_LOG_WARN,
+				"%u clients already; refusing another",
+				b->nsessions);
+			close(fd);
+			free(s);
+			continue;
+		}
+		if (cred.uid) {
+			s->u = user_get(b, cred.uid);
+			if (!s->u ||
+			    s->u->nsessions >= b->o.max_user_sessions) {
+				brk_log(BRK_LOG_WARN,
+					"uid %u has %u clients already; refusing another",
+					(unsigned int)cred.uid,
+					s->u ? s->u->nsessions : 0);
+				if (s->u)
+					user_put(b, s->u);
+				close(fd);
+				free(s);
+				continue;
+			}
+			s->u->nsessions++;
 		}
 		s->hello_deadline = brk_now() + b->o.hello_ms;
 		if (brk_epoll_add(b, fd, EPOLLIN, &s->ctl_ev)) {
+			if (s->u) {
+				s->u->nsessions--;
+				user_put(b, s->u);
+			}
 			close(fd);
 			free(s);
 			continue;
@@ -286,6 +352,11 @@ void brk_session_close(struct brk *b, struct brk_session *s)
 		qpn = s->qps->qpn;
 		qp_remove(b, s->qps);
 		brk_conns_settle(b, qpn);
+	}
+	if (s->u) {
+		s->u->nsessions--;
+		user_put(b, s->u);
+		s->u = NULL;
 	}
 }
 

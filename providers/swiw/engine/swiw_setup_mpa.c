@@ -248,6 +248,17 @@ static void mpa_deadline(struct swiw_stream *s)
 		     swiw_mpa_deadline(&s->setup->mpa, &ms);
 	if (dl == s->setup->mpa_dl)
 		return;
+	/* An initiator waits for its Reply no longer than connect_timeout
+	 * allows in all: the peer's broker holds what it cannot place. */
+	if (dl != SWIW_MPA_DL_NONE && s->bk_on &&
+	    s->setup->mpa.role == SWIW_MPA_INITIATOR) {
+		uint64_t now = swiw_broker_now_ms(),
+			 end = s->qp->dial.deadline_ms;
+		uint32_t left = end > now ? (uint32_t)(end - now) : 1;
+
+		if (left < ms)
+			ms = left;
+	}
 	s->setup->mpa_dl = (uint8_t)dl;
 	if (dl == SWIW_MPA_DL_NONE) {
 		s->setup->mpa_due_ns = 0;
@@ -403,6 +414,12 @@ bool swiw_setup_timer(struct swiw_stream *s, uint64_t now, uint64_t *best)
 		return false;
 	}
 	st->mpa_due_ns = 0;
+	if (s->bk_on && st->mpa.role == SWIW_MPA_INITIATOR &&
+	    swiw_mpa_state(&st->mpa) == SWIW_MPA_S_AWAIT_REPLY)
+		swiw_err(
+			"QP %u: QP %u's side did not take the connection within connect_timeout (%u ms): is that QP in RTR, and do the QP numbers, addresses and PSNs match? The peer's broker log says which",
+			swiw_stream_qpn(s), st->bk.peer_qpn,
+			swiw_config()->connect_timeout_ms);
 	if (!swiw_mpa_timeout(&st->mpa))
 		swiw_stream_mpa_events(s);
 	return true;
