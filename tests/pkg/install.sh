@@ -125,6 +125,13 @@ in_root dpkg-query -W -f='    ${Package} ${Version} ${Status}\n' swiw swiw-dev i
 
 # swiw's own files, for the purge check at the end.
 in_root dpkg -L swiw swiw-dev | sort >"$OUT/installed.files"
+# The broker's socket unit is enabled, as Debian enables services.
+WANTS=/etc/systemd/system/sockets.target.wants/swiw-broker.socket
+if [ -L "$ROOT$WANTS" ]; then
+	check_pass "swiw-broker.socket is enabled ($WANTS)"
+else
+	check_fail "swiw-broker.socket was not enabled on install"
+fi
 
 # The host part runs in a network namespace of its own.
 netns_add "$NS"
@@ -184,11 +191,14 @@ if ! in_root apt-get purge -y -q swiw swiw-dev swiw-dkms >>"$OUT/apt.log" 2>&1; 
 else
 	left=0
 	while IFS= read -r f; do
+		# Files and links the packages shipped; not directories (the
+		# unit path's /lib is the system's usrmerge link).
 		[ -f "$ROOT$f" ] || [ -L "$ROOT$f" ] || continue
+		[ -d "$ROOT$f" ] && continue
 		echo "    left behind: $f"
 		left=1
 	done <"$OUT/installed.files"
-	for f in /etc/swiw /var/lib/dkms/swiw "$DKMS_KO"; do
+	for f in /etc/swiw /var/lib/dkms/swiw "$DKMS_KO" "$WANTS"; do
 		[ -e "$ROOT$f" ] && echo "    left behind: $f" && left=1
 	done
 	[ $left -eq 0 ] && check_pass "apt-get purge swiw swiw-dev swiw-dkms: nothing left behind" ||
