@@ -5,7 +5,8 @@
  * reads the MPA Request; from there a QP's stream runs MPA in the engine
  * like any other, with the CM's private data and IRD/ORD, and the engine
  * tells the CM how it went through a callback. Request parsing and reject
- * Replies use the same swiw_mpa machine as the streams.
+ * Replies use the same swiw_mpa machine as the streams (swiw_cm_req.c,
+ * with the streams' MPA knobs).
  */
 #include <errno.h>
 #include <poll.h>
@@ -13,6 +14,7 @@
 #include <sys/socket.h>
 
 #include "swiw.h"
+#include "swiw_cm_req.h"
 #include "swiw_stream.h"
 
 /* Under the engine lock: tells the CM, at most once per outcome. */
@@ -124,59 +126,12 @@ int swiw_cm_attach(struct ibv_qp *ibqp, int fd, const struct swiw_cm_params *p)
 	return err;
 }
 
-/* Runs a responder machine over @buf; the caller reads its outcome. */
-static int mpa_take_request(struct swiw_mpa *m, uint8_t *tx, uint8_t *pd,
-			    const void *buf, size_t len, size_t *used)
-{
-	struct swiw_mpa_cfg c;
-	u32 ev;
-
-	swiw_stream_mpa_cfg(&c);
-	if (swiw_mpa_init(m, SWIW_MPA_RESPONDER, &c, tx, SWIW_MPA_FRAME_MAX, pd,
-			  SWIW_MPA_PD_MAX))
-		return EINVAL;
-	*used = 0;
-	if (swiw_mpa_input(m, buf, len, used))
-		return EINVAL;
-	ev = swiw_mpa_events(m);
-	if (ev & SWIW_MPA_EV_REQUEST)
-		return 0;
-	if (ev & SWIW_MPA_EV_CLOSED)
-		return EPROTO;
-	return EAGAIN;
-}
-
 int swiw_cm_parse_request(const void *buf, size_t len, struct swiw_cm_req *out)
 {
-	uint8_t tx[SWIW_MPA_FRAME_MAX], pd[SWIW_MPA_PD_MAX];
-	const struct swiw_mpa_outcome *o;
-	struct swiw_mpa m;
-	size_t used;
-	int err;
+	struct swiw_mpa_cfg c;
 
-	memset(out, 0, sizeof(*out));
-	err = mpa_take_request(&m, tx, pd, buf, len, &used);
-	if (err == EAGAIN) {
-		size_t need = swiw_mpa_rr_need(buf, len);
-
-		if (len >= SWIW_MPA_FRAME_MAX || need > SWIW_MPA_FRAME_MAX)
-			return EPROTO;
-		out->frame_len = (uint16_t)need; /* what to read in all */
-	}
-	if (err)
-		return err;
-	o = swiw_mpa_outcome(&m);
-	out->frame_len = (uint16_t)used;
-	out->pd_len = o->peer_pd_len;
-	memcpy(out->pd, o->peer_pd, o->peer_pd_len);
-	if (o->peer_rev == MPA_REV_2 &&
-	    (o->peer_flags & MPA_RR_FLAG_ENHANCED)) {
-		out->peer_ird = o->peer_ird;
-		out->peer_ord = o->peer_ord;
-	} else {
-		out->peer_ird = out->peer_ord = SWIW_MPA_IRD_ORD_NONE;
-	}
-	return 0;
+	swiw_stream_mpa_cfg(&c);
+	return swiw_cm_req_parse(&c, buf, len, out);
 }
 
 int swiw_cm_reject(int fd, const void *req, size_t req_len, const void *pd,
@@ -184,11 +139,13 @@ int swiw_cm_reject(int fd, const void *req, size_t req_len, const void *pd,
 {
 	uint8_t tx[SWIW_MPA_FRAME_MAX], ppd[SWIW_MPA_PD_MAX];
 	const struct swiw_mpa_outcome *o;
+	struct swiw_mpa_cfg c;
 	struct swiw_mpa m;
 	size_t used, off = 0;
 	int err;
 
-	err = mpa_take_request(&m, tx, ppd, req, req_len, &used);
+	swiw_stream_mpa_cfg(&c);
+	err = swiw_cm_req_take(&m, &c, tx, ppd, req, req_len, &used);
 	if (err)
 		return err == EAGAIN ? EINVAL : err;
 	if (swiw_mpa_reject(&m, pd, pd_len))
