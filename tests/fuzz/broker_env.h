@@ -308,39 +308,6 @@ static inline void env_check(struct brk *b)
 }
 
 /* swiw_broker_main.c's dispatch(); there are no signals here. */
-static inline void env_dispatch(struct brk *b, const struct epoll_event *e)
-{
-	struct brk_ev *ev = e->data.ptr;
-	struct brk_session *s;
-	struct brk_conn *c;
-
-	switch (ev->kind) {
-	case BRK_UNIX_LISTEN:
-		brk_unix_accept(b);
-		break;
-	case BRK_TCP_LISTEN:
-		brk_tcp_accept(b);
-		break;
-	case BRK_SESSION_CTL:
-		s = brk_container_of(ev, struct brk_session, ctl_ev);
-		if (!s->dead)
-			brk_session_ctl(b, s, e->events);
-		break;
-	case BRK_SESSION_EVT:
-		s = brk_container_of(ev, struct brk_session, evt_ev);
-		if (!s->dead)
-			brk_session_evt(b, s, e->events);
-		break;
-	case BRK_CONN:
-		c = brk_container_of(ev, struct brk_conn, ev);
-		if (!c->dead)
-			brk_conn_input(b, c, e->events);
-		break;
-	default:
-		CHECK(0);
-	}
-}
-
 /* Runs the daemon until it has nothing to do. */
 static inline void env_pump(struct env *e)
 {
@@ -355,7 +322,7 @@ static inline void env_pump(struct env *e)
 		/* Inputs are small: this many wake-ups is a spin. */
 		CHECK(++rounds < 1000);
 		for (i = 0; i < n; i++)
-			env_dispatch(&e->b, &evs[i]);
+			CHECK(brk_dispatch(&e->b, &evs[i]));
 		brk_reap(&e->b);
 	}
 	env_check(&e->b);
@@ -397,12 +364,7 @@ static inline void env_fini(struct env *e)
 {
 	struct brk *b = &e->b;
 
-	while (b->sessions)
-		brk_session_close(b, b->sessions);
-	while (b->conns)
-		brk_conn_close(b, b->conns);
-	brk_reap(b);
-	brk_qp_table_free(b);
+	brk_close_all(b);
 	close(b->ep);
 }
 

@@ -621,3 +621,47 @@ void brk_reap(struct brk *b)
 		free(s);
 	}
 }
+
+bool brk_dispatch(struct brk *b, const struct epoll_event *e)
+{
+	struct brk_ev *ev = e->data.ptr;
+	struct brk_session *s;
+	struct brk_conn *c;
+
+	switch (ev->kind) {
+	case BRK_UNIX_LISTEN:
+		brk_unix_accept(b);
+		return true;
+	case BRK_TCP_LISTEN:
+		brk_tcp_accept(b);
+		return true;
+	case BRK_SESSION_CTL:
+		s = brk_container_of(ev, struct brk_session, ctl_ev);
+		if (!s->dead)
+			brk_session_ctl(b, s, e->events);
+		return true;
+	case BRK_SESSION_EVT:
+		s = brk_container_of(ev, struct brk_session, evt_ev);
+		if (!s->dead)
+			brk_session_evt(b, s, e->events);
+		return true;
+	case BRK_CONN:
+		c = brk_container_of(ev, struct brk_conn, ev);
+		if (!c->dead)
+			brk_conn_input(b, c, e->events);
+		return true;
+	case BRK_SIGNAL:
+		break;
+	}
+	return false;
+}
+
+void brk_close_all(struct brk *b)
+{
+	while (b->sessions)
+		brk_session_close(b, b->sessions);
+	while (b->conns)
+		brk_conn_close(b, b->conns);
+	brk_reap(b);
+	brk_qp_table_free(b);
+}

@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/epoll.h>
 #include <sys/types.h>
 
 #include "swiw_broker.h"
@@ -230,5 +231,12 @@ void brk_conns_settle(struct brk *b, uint32_t qpn);
 void brk_conns_flush(struct brk *b, struct brk_session *s);
 
 void brk_reap(struct brk *b);
+/*
+ * One epoll event of a listener, session or connection, handled; false
+ * for any other kind (the signal descriptor), which the caller owns.
+ */
+bool brk_dispatch(struct brk *b, const struct epoll_event *e);
+/* Every session and connection closed and freed, the QP table too. */
+void brk_close_all(struct brk *b);
 
 #endif /* SWIW_BROKER_DAEMON_H */

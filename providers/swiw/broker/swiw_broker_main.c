@@ -567,46 +567,6 @@ static void on_signal(struct brk *b)
 
 /* --- the loop ---------------------------------------------------------------- */
 
-static void dispatch(struct brk *b, struct epoll_event *e)
-{
-	struct brk_ev *ev = e->data.ptr;
-
-	switch (ev->kind) {
-	case BRK_UNIX_LISTEN:
-		brk_unix_accept(b);
-		break;
-	case BRK_TCP_LISTEN:
-		brk_tcp_accept(b);
-		break;
-	case BRK_SESSION_CTL: {
-		struct brk_session *s =
-			brk_container_of(ev, struct brk_session, ctl_ev);
-
-		if (!s->dead)
-			brk_session_ctl(b, s, e->events);
-		break;
-	}
-	case BRK_SESSION_EVT: {
-		struct brk_session *s =
-			brk_container_of(ev, struct brk_session, evt_ev);
-
-		if (!s->dead)
-			brk_session_evt(b, s, e->events);
-		break;
-	}
-	case BRK_CONN: {
-		struct brk_conn *c = brk_container_of(ev, struct brk_conn, ev);
-
-		if (!c->dead)
-			brk_conn_input(b, c, e->events);
-		break;
-	}
-	case BRK_SIGNAL:
-		on_signal(b);
-		break;
-	}
-}
-
 static void run(struct brk *b)
 {
 	struct epoll_event evs[64];
@@ -652,7 +612,8 @@ static void run(struct brk *b)
 			return;
 		}
 		for (i = 0; i < n; i++)
-			dispatch(b, &evs[i]);
+			if (!brk_dispatch(b, &evs[i]))
+				on_signal(b);
 	}
 }
 
@@ -667,12 +628,7 @@ static void shutdown_all(struct brk *b)
 		close(b->tcp_fd);
 		b->tcp_fd = -1;
 	}
-	while (b->sessions)
-		brk_session_close(b, b->sessions);
-	while (b->conns)
-		brk_conn_close(b, b->conns);
-	brk_reap(b);
-	brk_qp_table_free(b);
+	brk_close_all(b);
 	if (b->sig_fd >= 0)
 		close(b->sig_fd);
 	close(b->ep);
