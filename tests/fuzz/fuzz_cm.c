@@ -91,19 +91,19 @@ static bool all_zero(const void *p, size_t n)
 }
 
 /*
- * Parses the first @len octets, copied to a buffer of exactly that size
- * (aligned, as the shim's is: swiw_mpa_rr_need() reads a __be16 through
- * a struct pointer).
+ * Parses the first @len octets, copied to end exactly where the buffer
+ * does (an overrun traps) and to start at an odd address (so does a
+ * misaligned load).
  */
 static int parse(const struct swiw_mpa_cfg *c, const u8 *data, size_t len,
 		 struct swiw_cm_req *out)
 {
-	u8 *copy = malloc(len ? len : 1);
+	u8 *buf = malloc(len + 1), *copy = buf + 1;
 	const u8 *pd;
 	u16 pd_len;
 	int err;
 
-	CHECK(copy);
+	CHECK(buf);
 	memcpy(copy, data, len);
 	memset(out, 0xa5, sizeof(*out));
 	err = swiw_cm_req_parse(c, copy, len, out);
@@ -136,7 +136,7 @@ static int parse(const struct swiw_mpa_cfg *c, const u8 *data, size_t len,
 	default:
 		abort();
 	}
-	free(copy);
+	free(buf);
 	return err;
 }
 

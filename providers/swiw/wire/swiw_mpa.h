@@ -310,11 +310,12 @@ static inline bool swiw_mpa_rr_enhanced(const struct mpa_rr *rr)
  */
 static inline size_t swiw_mpa_rr_need(const void *frame, size_t got)
 {
-	const struct mpa_rr *rr = (const struct mpa_rr *)frame;
-
-	if (got < sizeof(*rr))
-		return sizeof(*rr);
-	return sizeof(*rr) + swiw_be16_to_cpu(rr->pd_len);
+	/* Any alignment: the frame may sit anywhere in a stream buffer. */
+	if (got < sizeof(struct mpa_rr))
+		return sizeof(struct mpa_rr);
+	return sizeof(struct mpa_rr) +
+	       swiw_get_be16((const u8 *)frame +
+			     offsetof(struct mpa_rr, pd_len));
 }
 
 /*
