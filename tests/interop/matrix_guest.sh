@@ -241,24 +241,47 @@ rping_teardown_race() {
 	note "$R_NOTE"
 }
 
+# pair_why: the last pair's exit statuses and the last line each side
+# printed, for a results line (no '|') and the FAIL line a CI keeps.
+pair_why() {
+	local s c
+
+	s=$(srv_log | grep -v '^[[:space:]]*$' | tail -1 | tr '|' '/' | cut -c1-120)
+	c=$(grep -v '^[[:space:]]*$' "$T_TMP/cli.out" | tail -1 | tr '|' '/' | cut -c1-120)
+	echo "server exit ${SRV_RC:-?}${s:+ ($s)}, client exit ${PAIR_CLI_RC:-?}${c:+ ($c)}"
+}
+
 # t_rping: 100 verified ping-pongs; the figure is the client's wall time.
 t_rping() {
-	local start ms n
+	local start ms n port=$R_PORT retried=''
 
-	R_PORTS=$R_PORT
-	start=$(date +%s%N)
+	R_PORTS=''
 	R_NOTE=''
-	if ! pair "$R_PORT" "${S_PRE[@]}" rping -s -a "$S_ADDR" -p "$R_PORT" -C "$PING_N" -v -- \
-		"${C_PRE[@]}" rping -c -a "$S_ADDR" -p "$R_PORT" -C "$PING_N" -v &&
-		! rping_teardown_race; then
+	for _ in 1 2; do
+		R_PORTS+="${R_PORTS:+,}$port"
+		start=$(date +%s%N)
+		pair "$port" "${S_PRE[@]}" rping -s -a "$S_ADDR" -p "$port" -C "$PING_N" -v -- \
+			"${C_PRE[@]}" rping -c -a "$S_ADDR" -p "$port" -C "$PING_N" -v &&
+			break
+		rping_teardown_race && break
 		if [ -n "$R_XFAIL" ] && { srv_log; cat "$T_TMP/cli.out"; } | grep -q "$R_XFAIL"; then
-			record PASS - - "expected failure: '$R_XFAIL'"
+			record PASS - - "expected failure: '$R_XFAIL'${R_NOTE:+; $R_NOTE}"
 			note "failed as expected: '$R_XFAIL'"
 			return 0
 		fi
-		record FAIL - - "rping failed"
-		fail "rping"
-	fi
+		if [ "$R_GROUP" = siw-siw ] && [ -z "$retried" ]; then
+			# No swiw in the run: siw against itself, the baseline,
+			# failed on its own, not the way its row expects
+			# (README). Once more, noted.
+			retried=1
+			note "siw against itself failed: $(pair_why); again"
+			R_NOTE="retried: siw against itself failed once ($(pair_why))"
+			port=$((port + 1))
+			continue
+		fi
+		record FAIL - - "rping failed: $(pair_why)"
+		fail "rping: $(pair_why)"
+	done
 	[ -z "$R_XFAIL" ] || {
 		record FAIL - - "rping passed; '$R_XFAIL' was expected"
 		fail "rping passed, a failure ('$R_XFAIL') was expected: README"
