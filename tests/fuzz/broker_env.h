@@ -11,8 +11,8 @@
  *   it does TCP (its peers all have the address ::, which EXPECT can
  *   name);
  * - env_pump() is the daemon's loop without its clocks: the events of
- *   its epoll set, dispatched as swiw_broker_main.c dispatches them, then
- *   brk_reap(), until nothing is ready; a set that stays ready for ever
+ *   its epoll set, each to brk_dispatch() as the daemon's loop does,
+ *   then brk_reap(), until nothing is ready; a set that stays ready for ever
  *   (a level-triggered spin) aborts; after every pump env_check() walks
  *   the daemon's lists and counts;
  * - QP numbers come from __wrap_getrandom (the targets link with
@@ -174,13 +174,9 @@ static inline void env_init(struct env *e, const struct brk_opts *o)
 	b->unix_fd = env_unix.fd;
 	b->tcp_fd = env_tcp.fd;
 	b->sig_fd = -1;
-	b->unix_ev.kind = BRK_UNIX_LISTEN;
-	b->tcp_ev.kind = BRK_TCP_LISTEN;
-	b->ep = epoll_create1(EPOLL_CLOEXEC);
-	CHECK(b->ep >= 0);
-	CHECK(!brk_qp_table_init(b));
-	CHECK(!brk_epoll_add(b, b->unix_fd, EPOLLIN, &b->unix_ev));
-	CHECK(!brk_epoll_add(b, b->tcp_fd, EPOLLIN, &b->tcp_ev));
+	CHECK(!brk_setup(b));
+	/* The peer hash's key took draws: QP numbers start at ENV_QPN0. */
+	memset(&env_rnd, 0, sizeof(env_rnd));
 }
 
 /* Options small enough for an input to reach every limit. */
@@ -307,8 +303,7 @@ static inline void env_check(struct brk *b)
 	CHECK(k == b->nconns);
 }
 
-/* swiw_broker_main.c's dispatch(); there are no signals here. */
-/* Runs the daemon until it has nothing to do. */
+/* Runs the daemon until it has nothing to do (no signals here). */
 static inline void env_pump(struct env *e)
 {
 	struct epoll_event evs[16];
@@ -333,8 +328,7 @@ static inline void env_expire(struct env *e)
 {
 	uint64_t now = brk_now() + 3600 * 1000ull, next = UINT64_MAX;
 
-	brk_session_timeouts(&e->b, now, &next);
-	brk_conn_timeouts(&e->b, now, &next);
+	brk_timeouts(&e->b, now, &next);
 	brk_reap(&e->b);
 	env_pump(e);
 }

@@ -253,7 +253,7 @@ pair_why() {
 
 # t_rping: 100 verified ping-pongs; the figure is the client's wall time.
 t_rping() {
-	local start ms n port=$R_PORT retried=''
+	local start ms n port=$R_PORT retried='' why
 
 	R_PORTS=''
 	R_NOTE=''
@@ -269,18 +269,19 @@ t_rping() {
 			note "failed as expected: '$R_XFAIL'"
 			return 0
 		fi
+		why=$(pair_why)
 		if [ "$R_GROUP" = siw-siw ] && [ -z "$retried" ]; then
 			# No swiw in the run: siw against itself, the baseline,
 			# failed on its own, not the way its row expects
 			# (README). Once more, noted.
 			retried=1
-			note "siw against itself failed: $(pair_why); again"
-			R_NOTE="retried: siw against itself failed once ($(pair_why))"
+			note "siw against itself failed: $why; again"
+			R_NOTE="retried: siw against itself failed once ($why)"
 			port=$((port + 1))
 			continue
 		fi
-		record FAIL - - "rping failed: $(pair_why)"
-		fail "rping: $(pair_why)"
+		record FAIL - - "rping failed: $why"
+		fail "rping: $why"
 	done
 	[ -z "$R_XFAIL" ] || {
 		record FAIL - - "rping passed; '$R_XFAIL' was expected"

@@ -202,6 +202,13 @@ void brk_epoll_del(struct brk *b, int fd);
 void brk_addr_str(const uint8_t a[16], char *buf, size_t size);
 /* Out of descriptors: stop accepting for a moment rather than spin. */
 void brk_pause_listeners(struct brk *b);
+/*
+ * The loop's state around the listeners unix_fd and tcp_fd: the epoll
+ * set, the QP table, the peer hash's key. 0 or an errno.
+ */
+int brk_setup(struct brk *b);
+/* Every session's and connection's deadline up to @now; *@next lowered. */
+void brk_timeouts(struct brk *b, uint64_t now, uint64_t *next);
 
 /* swiw_broker_session.c */
 int brk_qp_table_init(struct brk *b);

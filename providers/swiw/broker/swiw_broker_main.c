@@ -567,6 +567,27 @@ static void on_signal(struct brk *b)
 
 /* --- the loop ---------------------------------------------------------------- */
 
+int brk_setup(struct brk *b)
+{
+	b->unix_ev.kind = BRK_UNIX_LISTEN;
+	b->tcp_ev.kind = BRK_TCP_LISTEN;
+	b->ep = epoll_create1(EPOLL_CLOEXEC);
+	if (b->ep < 0 || brk_qp_table_init(b) ||
+	    brk_epoll_add(b, b->unix_fd, EPOLLIN, &b->unix_ev) ||
+	    brk_epoll_add(b, b->tcp_fd, EPOLLIN, &b->tcp_ev))
+		return errno ? errno : ENOMEM;
+	if (getrandom(b->peer_key, sizeof(b->peer_key), 0) !=
+	    sizeof(b->peer_key))
+		b->peer_key[0] = brk_now() ^ (uint64_t)getpid() << 32;
+	return 0;
+}
+
+void brk_timeouts(struct brk *b, uint64_t now, uint64_t *next)
+{
+	brk_session_timeouts(b, now, next);
+	brk_conn_timeouts(b, now, next);
+}
+
 static void run(struct brk *b)
 {
 	struct epoll_event evs[64];
@@ -576,8 +597,7 @@ static void run(struct brk *b)
 	while (!b->stop) {
 		now = brk_now();
 		next = UINT64_MAX;
-		brk_session_timeouts(b, now, &next);
-		brk_conn_timeouts(b, now, &next);
+		brk_timeouts(b, now, &next);
 		if (b->paused) {
 			if (now >= b->resume_at)
 				resume_listeners(b);
@@ -652,8 +672,6 @@ int main(int argc, char **argv)
 	}
 	log_open(&b.o);
 	raise_fd_limit();
-	b.unix_ev.kind = BRK_UNIX_LISTEN;
-	b.tcp_ev.kind = BRK_TCP_LISTEN;
 
 	inherited_sockets(&b);
 	err = b.unix_fd >= 0 ? 0 : unix_listen(&b);
@@ -683,15 +701,12 @@ int main(int argc, char **argv)
 		if (pid > 0)
 			_exit(BRK_EXIT_READY); /* both listen: clients may come */
 	}
-	b.ep = epoll_create1(EPOLL_CLOEXEC);
-	if (b.ep < 0 || signals_open(&b) || brk_qp_table_init(&b) ||
-	    brk_epoll_add(&b, b.unix_fd, EPOLLIN, &b.unix_ev) ||
-	    brk_epoll_add(&b, b.tcp_fd, EPOLLIN, &b.tcp_ev)) {
-		brk_log(BRK_LOG_ERR, "cannot set up: %s", strerror(errno));
+	err = brk_setup(&b);
+	if (err || signals_open(&b)) {
+		brk_log(BRK_LOG_ERR, "cannot set up: %s",
+			strerror(err ? err : errno));
 		return BRK_EXIT_FAIL;
 	}
-	if (getrandom(b.peer_key, sizeof(b.peer_key), 0) != sizeof(b.peer_key))
-		b.peer_key[0] = brk_now() ^ (uint64_t)getpid() << 32;
 	brk_log(BRK_LOG_INFO, "serving TCP port %u, protocol %u", b.o.port,
 		SWIW_BP_VERSION);
 
