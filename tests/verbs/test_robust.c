@@ -1581,6 +1581,10 @@ enum psn_case {
 	PSN_INITIATOR_RTR, /* the initiator never moves to RTS (perftest's
 			    * bandwidth server), so sends no send PSN */
 	PSN_RESPONDER_RTR, /* the responder never does */
+	/* One side moves to RTS only once the connection carried a Send to
+	 * it in RTR: its send PSN meets the peer's word only then. */
+	PSN_INITIATOR_LATE,
+	PSN_RESPONDER_LATE,
 };
 
 /*
@@ -1595,6 +1599,30 @@ enum psn_wrong {
 	PSN_WRONG_AT_RESPONDER, /* its receive PSN is not the initiator's */
 	PSN_WRONG_AT_INITIATOR,
 };
+
+/* QP_FATAL for both @a and @b within @ms, in either order. */
+static bool psn_both_fatal(struct ibv_context *ctx, struct ibv_qp *a,
+			   struct ibv_qp *b, int ms)
+{
+	struct pollfd p = { .fd = ctx->async_fd, .events = POLLIN };
+	long end = rt_now_ms() + ms;
+	struct ibv_async_event ev;
+	bool fa = false, fb = false;
+
+	while (!(fa && fb) && rt_now_ms() < end) {
+		if (poll(&p, 1, 50) <= 0 || ibv_get_async_event(ctx, &ev))
+			continue;
+		ibv_ack_async_event(&ev);
+		if (ev.event_type != IBV_EVENT_QP_FATAL) {
+			fprintf(stderr, "async event %d\n", ev.event_type);
+			continue;
+		}
+		fprintf(stderr, "QP %u: QP_FATAL\n", ev.element.qp->qp_num);
+		fa |= ev.element.qp == a;
+		fb |= ev.element.qp == b;
+	}
+	return fa && fb;
+}
 
 static void psn_pair(struct fx *f, enum psn_case how, enum psn_wrong wrong)
 {
@@ -1635,19 +1663,28 @@ static void psn_pair(struct fx *f, enum psn_case how, enum psn_wrong wrong)
 					 res_psn ^ 0x800 :
 					 res_psn),
 			 0);
-	if (how != PSN_INITIATOR_RTR)
-		assert_int_equal(psn_rts(ini, ini_psn), 0);
-	if (how != PSN_RESPONDER_RTR)
+	if (how == PSN_INITIATOR_LATE) {
 		assert_int_equal(psn_rts(res, res_psn), 0);
+		assert_int_equal(psn_send(f, res, rscq, ini, ircq), 0);
+		assert_int_equal(psn_rts(ini, ini_psn), 0);
+	} else if (how == PSN_RESPONDER_LATE) {
+		assert_int_equal(psn_rts(ini, ini_psn), 0);
+		assert_int_equal(psn_send(f, ini, iscq, res, rrcq), 0);
+		assert_int_equal(psn_rts(res, res_psn), 0);
+	} else {
+		if (how != PSN_INITIATOR_RTR)
+			assert_int_equal(psn_rts(ini, ini_psn), 0);
+		if (how != PSN_RESPONDER_RTR)
+			assert_int_equal(psn_rts(res, res_psn), 0);
+	}
 	if (wrong == PSN_RIGHT) {
 		/* Sending in RTR works as ib_send_bw's server relies on. */
 		assert_int_equal(psn_send(f, ini, iscq, res, rrcq), 0);
 		assert_int_equal(psn_send(f, res, rscq, ini, ircq), 0);
 		return;
 	}
-	/* The initiator is refused (no retry), the responder's wait ends. */
-	assert_int_equal(rt_event(f->ctx, ini, 5000), IBV_EVENT_QP_FATAL);
-	assert_int_equal(rt_event(f->ctx, res, 5000), IBV_EVENT_QP_FATAL);
+	/* Whichever side finds it first, both QPs end in QP_FATAL. */
+	assert_true(psn_both_fatal(f->ctx, ini, res, 5000));
 	assert_int_equal(rt_state(ini), IBV_QPS_ERR);
 	assert_int_equal(rt_state(res), IBV_QPS_ERR);
 }
@@ -1698,6 +1735,34 @@ static void test_psn_wrong_responder_rtr(void **state)
 	psn_pair(*state, PSN_RESPONDER_RTR, PSN_WRONG_AT_RESPONDER);
 }
 
+/*
+ * Connected before one side's RTS, so only that RTS can tell the PSN
+ * is wrong: it must still end the connection on both sides.
+ */
+static void test_psn_wrong_initiator_late(void **state)
+{
+	if (!in_short_timeout_child(__func__))
+		return;
+	psn_pair(*state, PSN_INITIATOR_LATE, PSN_WRONG_AT_RESPONDER);
+}
+
+static void test_psn_wrong_responder_late(void **state)
+{
+	if (!in_short_timeout_child(__func__))
+		return;
+	psn_pair(*state, PSN_RESPONDER_LATE, PSN_WRONG_AT_INITIATOR);
+}
+
+static void test_psn_initiator_late(void **state)
+{
+	psn_pair(*state, PSN_INITIATOR_LATE, PSN_RIGHT);
+}
+
+static void test_psn_responder_late(void **state)
+{
+	psn_pair(*state, PSN_RESPONDER_LATE, PSN_RIGHT);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 #define TB(fn) cmocka_unit_test_setup_teardown(fn, setup_bare, teardown)
 
@@ -1735,6 +1800,10 @@ int main(int argc, char **argv)
 		TB(test_psn_wrong_at_initiator),
 		TB(test_psn_wrong_initiator_rtr),
 		TB(test_psn_wrong_responder_rtr),
+		TB(test_psn_wrong_initiator_late),
+		TB(test_psn_wrong_responder_late),
+		TB(test_psn_initiator_late),
+		TB(test_psn_responder_late),
 	};
 
 	(void)argc;

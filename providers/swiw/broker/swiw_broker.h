@@ -302,6 +302,9 @@ int swiw_broker_recv_conn(struct swiw_broker *b, struct swiw_broker_conn *c);
 int swiw_broker_conn_verify(const struct swiw_broker_conn *c,
 			    const uint8_t peer_gid[16], uint32_t peer_qpn,
 			    uint32_t rq_psn, uint32_t sq_psn);
+/* The swiw block of the Request in c->req into *@pd: 0, or EBADMSG. */
+int swiw_broker_conn_req(const struct swiw_broker_conn *c,
+			 struct swiw_broker_pd *pd);
 
 /* --- connecting out (the initiator) ----------------------------------- */
 

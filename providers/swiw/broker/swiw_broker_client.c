@@ -656,6 +656,19 @@ static void addr_str(const void *a16, char *buf, size_t size)
 		inet_ntop(AF_INET6, a, buf, (socklen_t)size);
 }
 
+int swiw_broker_conn_req(const struct swiw_broker_conn *c,
+			 struct swiw_broker_pd *pd)
+{
+	const u8 *p;
+	u16 plen;
+
+	if (swiw_mpa_frame_ulp_pd(c->req, c->req_len, true, &p, &plen) ||
+	    swiw_broker_pd_decode(p, plen, pd) ||
+	    pd->type != SWIW_BROKER_PD_REQUEST)
+		return EBADMSG;
+	return 0;
+}
+
 int swiw_broker_conn_verify(const struct swiw_broker_conn *c,
 			    const uint8_t peer_gid[16], uint32_t peer_qpn,
 			    uint32_t rq_psn, uint32_t sq_psn)
@@ -664,8 +677,6 @@ int swiw_broker_conn_verify(const struct swiw_broker_conn *c,
 	socklen_t sl = sizeof(ss);
 	uint8_t real[16];
 	struct swiw_broker_pd pd;
-	const u8 *p;
-	u16 plen;
 	char a[INET6_ADDRSTRLEN], w[INET6_ADDRSTRLEN];
 
 	if (!c || !peer_gid)
@@ -690,9 +701,7 @@ int swiw_broker_conn_verify(const struct swiw_broker_conn *c,
 			c->qpn, a, w);
 		return EACCES;
 	}
-	if (swiw_mpa_frame_ulp_pd(c->req, c->req_len, true, &p, &plen) ||
-	    swiw_broker_pd_decode(p, plen, &pd) ||
-	    pd.type != SWIW_BROKER_PD_REQUEST || pd.src_qpn != peer_qpn ||
+	if (swiw_broker_conn_req(c, &pd) || pd.src_qpn != peer_qpn ||
 	    pd.dst_qpn != c->qpn || pd.nonce != c->nonce ||
 	    c->peer_qpn != peer_qpn) {
 		swiw_warn(

@@ -242,6 +242,7 @@ int swiw_conn_rtr(struct swiw_qp *qp, const union ibv_gid *sgid, int ifindex)
 	}
 	qp->bk_rq_psn = SWIW_BROKER_PSN_KNOWN |
 			(qp->rq_psn & SWIW_BROKER_PSN_MASK);
+	qp->bk_peer_rq_psn = 0;
 	qp->bk_sq_psn = qp->sq_psn_given ?
 				SWIW_BROKER_PSN_KNOWN |
 					(qp->sq_psn & SWIW_BROKER_PSN_MASK) :
@@ -289,7 +290,8 @@ int swiw_conn_rtr(struct swiw_qp *qp, const union ibv_gid *sgid, int ifindex)
 /*
  * modify_qp(RTR -> RTS): the QP has its send PSN. A responder's broker can
  * now check Requests that carried none; an initiator that waited for it
- * dials at once.
+ * dials at once; a QP already connected checks it against the receive PSN
+ * its peer was given, which nothing could compare before.
  */
 void swiw_conn_rts(struct swiw_qp *qp)
 {
@@ -300,6 +302,16 @@ void swiw_conn_rts(struct swiw_qp *qp)
 	swiw_eng_lock();
 	qp->bk_sq_psn = SWIW_BROKER_PSN_KNOWN |
 			(qp->sq_psn & SWIW_BROKER_PSN_MASK);
+	if (qp->stream && (qp->bk_peer_rq_psn & SWIW_BROKER_PSN_KNOWN) &&
+	    qp->bk_peer_rq_psn != qp->bk_sq_psn) {
+		swiw_err("QP %u: send PSN %#x is not the receive PSN %#x its "
+			 "peer QP %u was given: the connection ends",
+			 qp->vqp.qp.qp_num, qp->sq_psn & SWIW_BROKER_PSN_MASK,
+			 qp->bk_peer_rq_psn & SWIW_BROKER_PSN_MASK,
+			 qp->dest_qpn);
+		swiw_stream_fail(qp->stream, SWIW_V_RDMAP_CATASTROPHIC, NULL, 0,
+				 -1, IBV_EVENT_QP_FATAL);
+	}
 	if (qp->conn_wait && !qp->stream && !qp->bk->dead) {
 		err = swiw_broker_sq_psn(qp->bk->b, qp->vqp.qp.qp_num,
 					 qp->bk_sq_psn & SWIW_BROKER_PSN_MASK);
@@ -463,10 +475,13 @@ static void take_conn(struct swiw_bk *bk, struct swiw_broker_conn *c)
 		return;
 	}
 	if (swiw_broker_conn_verify(c, qp->dgid.raw, qp->dest_qpn,
-				    qp->bk_rq_psn, qp->bk_sq_psn)) {
+				    qp->bk_rq_psn, qp->bk_sq_psn) ||
+	    swiw_broker_conn_req(c, &pd)) {
 		close(c->fd);
 		return;
 	}
+	qp->bk_peer_rq_psn = pd.rq_psn;
+	memset(&pd, 0, sizeof(pd));
 	pd.type = SWIW_BROKER_PD_ACCEPT;
 	pd.src_qpn = qp->vqp.qp.qp_num;
 	pd.dst_qpn = c->peer_qpn;
