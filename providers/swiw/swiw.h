@@ -164,9 +164,9 @@ struct swiw_qp {
 	/* The PSNs the QP was given, as the broker's PSN words (KNOWN | PSN,
 	 * 0 while unknown): receive from RTR, send from RTS. */
 	uint32_t bk_rq_psn, bk_sq_psn;
-	/* The receive PSN word the peer's Request or Accept carried: a QP
-	 * connected before its RTS meets it with its send PSN only then. */
-	uint32_t bk_peer_rq_psn;
+	/* The peer's Request or Accept (type 0 before it came): a QP
+	 * connected before its RTS checks its send PSN against it then. */
+	struct swiw_broker_pd bk_peer;
 	bool sq_psn_given; /* modify_qp set IBV_QP_SQ_PSN (state_lock) */
 	struct swiw_qpx *qpx; /* ibv_qp_ex builders' state, or NULL */
 	/* Connected by the CM (swiw_setup_cm.c): RTR needs no peer, and the

@@ -41,6 +41,9 @@ Usage: $ME [--build DIR] [-s SIZE] [--window SEC] [--warm SEC] [--port P]
   --window SEC    how long perf records each ping-pong (default $WINDOW)
   --warm SEC      how long each runs before that (default $WARM)
   --port P        first TCP port (default $PORT; P and P+1 are used)
+
+HOP_KEEP=1 in the environment keeps the traces (the directory is named
+on standard error).
 EOF
 }
 
@@ -85,7 +88,11 @@ cleanup() {
 		kill "$p" 2>/dev/null
 	done
 	wait 2>/dev/null
-	[ -n "${HOP_KEEP:-}" ] || rm -rf "$TMP"
+	if [ -n "${HOP_KEEP:-}" ]; then
+		echo "$ME: traces kept in $TMP" >&2
+	else
+		rm -rf "$TMP"
+	fi
 }
 trap cleanup EXIT
 

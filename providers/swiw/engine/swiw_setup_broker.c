@@ -242,7 +242,7 @@ int swiw_conn_rtr(struct swiw_qp *qp, const union ibv_gid *sgid, int ifindex)
 	}
 	qp->bk_rq_psn = SWIW_BROKER_PSN_KNOWN |
 			(qp->rq_psn & SWIW_BROKER_PSN_MASK);
-	qp->bk_peer_rq_psn = 0;
+	memset(&qp->bk_peer, 0, sizeof(qp->bk_peer));
 	qp->bk_sq_psn = qp->sq_psn_given ?
 				SWIW_BROKER_PSN_KNOWN |
 					(qp->sq_psn & SWIW_BROKER_PSN_MASK) :
@@ -302,12 +302,14 @@ void swiw_conn_rts(struct swiw_qp *qp)
 	swiw_eng_lock();
 	qp->bk_sq_psn = SWIW_BROKER_PSN_KNOWN |
 			(qp->sq_psn & SWIW_BROKER_PSN_MASK);
-	if (qp->stream && (qp->bk_peer_rq_psn & SWIW_BROKER_PSN_KNOWN) &&
-	    qp->bk_peer_rq_psn != qp->bk_sq_psn) {
+	/* The same check the Request or Accept passed, with one pair more. */
+	if (qp->stream && qp->bk_peer.type &&
+	    swiw_broker_psn_check(&qp->bk_peer, qp->bk_rq_psn, qp->bk_sq_psn) ==
+		    EACCES) {
 		swiw_err("QP %u: send PSN %#x is not the receive PSN %#x its "
 			 "peer QP %u was given: the connection ends",
 			 qp->vqp.qp.qp_num, qp->sq_psn & SWIW_BROKER_PSN_MASK,
-			 qp->bk_peer_rq_psn & SWIW_BROKER_PSN_MASK,
+			 qp->bk_peer.rq_psn & SWIW_BROKER_PSN_MASK,
 			 qp->dest_qpn);
 		swiw_stream_fail(qp->stream, SWIW_V_RDMAP_CATASTROPHIC, NULL, 0,
 				 -1, IBV_EVENT_QP_FATAL);
@@ -480,7 +482,7 @@ static void take_conn(struct swiw_bk *bk, struct swiw_broker_conn *c)
 		close(c->fd);
 		return;
 	}
-	qp->bk_peer_rq_psn = pd.rq_psn;
+	qp->bk_peer = pd;
 	memset(&pd, 0, sizeof(pd));
 	pd.type = SWIW_BROKER_PD_ACCEPT;
 	pd.src_qpn = qp->vqp.qp.qp_num;

@@ -205,7 +205,7 @@ static bool bk_accept_ok(struct swiw_stream *s)
 			 swiw_stream_qpn(s), s->setup->bk.peer_qpn);
 		return false;
 	}
-	s->qp->bk_peer_rq_psn = pd.rq_psn;
+	s->qp->bk_peer = pd;
 	return true;
 }
 
