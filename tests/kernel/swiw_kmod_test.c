@@ -10,6 +10,9 @@
  * the queue-memory limit too (it lowers the module parameter for a
  * moment; RLIMIT_MEMLOCK is checked in a child without CAP_IPC_LOCK), and
  * again as an unprivileged user.
+ *
+ * swiw_kmod_test --fuzz SECONDS: only the fuzz tests, pass after pass with
+ * new seeds, for SECONDS (a campaign by hand, longer than the suite's).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -32,6 +35,7 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <linux/capability.h>
@@ -1038,6 +1042,10 @@ static void test_queue_free_mapped(int fd)
  * Random commands, arguments and mappings on one file, then close: the
  * module must answer every one and release what they made (VmPin back).
  */
+/* The fuzz tests' seed: fixed in the suite, new for each pass of a
+ * campaign (--fuzz). */
+static unsigned int fuzz_seed = 5;
+
 static void test_random(void)
 {
 	static const unsigned long cmds[] = {
@@ -1052,7 +1060,7 @@ static void test_random(void)
 	uint32_t arg[16], stags[64] = { 0 };
 	int fd = open_dev(), i, j, odd = 0;
 
-	srandom(5);
+	srandom(fuzz_seed);
 	for (i = 0; i < 20000; i++) {
 		unsigned long cmd = cmds[random() % 8];
 
@@ -1161,7 +1169,7 @@ static void test_stream_fuzz(void)
 	int round, odd = 0;
 
 	memset(buf, 0x5a, len);
-	srandom(7);
+	srandom(fuzz_seed + 2);
 	for (round = 0; round < 150; round++) {
 		struct fring rq, tx, rxev;
 		struct rings r;
@@ -1542,6 +1550,32 @@ static void test_threads(void)
 	munmap(buf, len);
 }
 
+/*
+ * --fuzz SECONDS: the two fuzz tests again and again, each pass with seeds
+ * of its own, for a campaign longer than the suite can afford. Every pass
+ * checks what the suite checks (answers, pins, module references).
+ */
+static int fuzz_campaign(long seconds)
+{
+	time_t start = time(NULL), end = start + seconds;
+	unsigned int first = (unsigned int)getpid() * 1000u;
+	unsigned long passes = 0;
+
+	do {
+		fuzz_seed = first + (unsigned int)passes * 4;
+		test_random();
+		test_stream_fuzz();
+		passes++;
+		printf("fuzz: pass %lu (seed %u) at %ld s, %d failed\n", passes,
+		       fuzz_seed, (long)(time(NULL) - start), failed);
+	} while (time(NULL) < end && !failed);
+	printf("fuzz campaign: %lu passes, %lu commands, %lu stream rounds in %ld s\n",
+	       passes, passes * 20000, passes * 150,
+	       (long)(time(NULL) - start));
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	int fd;
@@ -1559,6 +1593,8 @@ int main(int argc, char **argv)
 		return after_unload();
 	if (argc > 2 && !strcmp(argv[1], "--memcg"))
 		return memcg(argv[2]);
+	if (argc > 2 && !strcmp(argv[1], "--fuzz"))
+		return fuzz_campaign(atol(argv[2]));
 	fd = open_dev();
 	test_version(fd);
 	test_reg_mr(fd);
