@@ -22,6 +22,8 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -143,11 +145,24 @@ enum child_mode {
 	CH_PAUSE,
 	CH_SENDER,
 	CH_STREAM,
-	CH_MANY
+	CH_MANY,
+	CH_PINGER
 };
 
 #define CH_RECVS 64
 #define CH_SENDS 200
+#define CH_STOP (REGION / 4) /* the parent's stop flag, in the child's region */
+
+/* Busy-polls @cq for one good completion, 5 s at most; 0 or -1. */
+static int spin_one(struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	long end = rt_now_ms() + 5000;
+	int r;
+
+	while (!(r = ibv_poll_cq(cq, 1, wc)) && rt_now_ms() < end)
+		;
+	return r == 1 && wc->status == IBV_WC_SUCCESS ? 0 : -1;
+}
 
 /*
  * The child: opens its side on the shared region, fills its upper half
@@ -199,6 +214,35 @@ static int child_main(struct fx *f, enum child_mode mode)
 			if (i % 10 == 9)
 				usleep(20000);
 		}
+	}
+	if (mode == CH_PINGER) {
+		struct ibv_sge sge = { (uintptr_t)f->shared, 64, f->mr->lkey };
+
+		/* A ping-pong of small SENDs, which the parent polls for,
+		 * until it sets the flag. */
+		if (xfer(f->sock, &ok, 1, false))
+			return 15;
+		for (i = 0;
+		     !__atomic_load_n(&f->shared[CH_STOP], __ATOMIC_ACQUIRE);
+		     i++) {
+			if (rt_post_recv(f->qp[0], (uint64_t)i,
+					 f->shared + 65536, 64, f->mr->lkey) ||
+			    rt_post(f->qp[0], (uint64_t)i, IBV_WR_SEND, &sge,
+				    IBV_SEND_SIGNALED, 0, 0))
+				return 16;
+			if (spin_one(f->rcq, wc) || spin_one(f->scq, wc))
+				return 17;
+		}
+		/* The parent stopped polling: its thread places this. */
+		if (xfer(f->sock, &ok, 1, false))
+			return 15;
+		rt_fill(f->shared, 4096, 91);
+		sge.length = 4096;
+		if (rt_post(f->qp[0], 1u << 20, IBV_WR_RDMA_WRITE, &sge,
+			    IBV_SEND_SIGNALED, peer.addr + 8192, peer.rkey))
+			return 16;
+		if (rt_wait(f->scq, wc, 1, 5000) != 1 || wc[0].status)
+			return 17;
 	}
 	if (mode != CH_MANY) {
 		for (;;)
@@ -661,12 +705,154 @@ static void test_hundred_qps(void **state)
 
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
+/*
+ * The TCP sockets in this process's epoll sets (the engine's), by
+ * /proc/self/fdinfo; -1 if that cannot be read.
+ */
+static int watched_tcp(void)
+{
+	static const char *const tabs[] = { "/proc/net/tcp", "/proc/net/tcp6" };
+	unsigned long ino[256];
+	int nino = 0, count = 0, fd;
+	char line[512], path[64], link[64];
+	FILE *fp;
+
+	for (size_t t = 0; t < 2; t++) {
+		fp = fopen(tabs[t], "r");
+		if (!fp)
+			continue;
+		while (fgets(line, sizeof(line), fp) && nino < 256) {
+			unsigned long i;
+
+			/* sl local rem st txq:rxq tr:when retr uid timeout inode */
+			if (sscanf(line,
+				   "%*s %*s %*s %*s %*s %*s %*s %*s %*s %lu",
+				   &i) == 1 &&
+			    i)
+				ino[nino++] = i;
+		}
+		fclose(fp);
+	}
+	if (!nino)
+		return -1;
+	for (fd = 0; fd < 1024; fd++) {
+		ssize_t n;
+
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		n = readlink(path, link, sizeof(link) - 1);
+		if (n < 0)
+			continue;
+		link[n] = 0;
+		if (strcmp(link, "anon_inode:[eventpoll]"))
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+		fp = fopen(path, "r");
+		if (!fp)
+			return -1;
+		while (fgets(line, sizeof(line), fp)) {
+			int tfd;
+			struct stat st;
+
+			if (sscanf(line, "tfd: %d", &tfd) != 1)
+				continue;
+			snprintf(link, sizeof(link), "/proc/self/fd/%d", tfd);
+			if (stat(link, &st) || !S_ISSOCK(st.st_mode))
+				continue;
+			for (int i = 0; i < nino; i++)
+				count += ino[i] == (unsigned long)st.st_ino;
+		}
+		fclose(fp);
+	}
+	return count;
+}
+
+/*
+ * A program that takes its messages by polling has its stream's socket
+ * out of the engine's epoll set (sock_mute, swiw_engine.c); once it stops
+ * polling, the progress thread must hear the socket again: an RDMA WRITE
+ * that comes while the program makes no verbs call at all (it spins on
+ * memory) is placed all the same.
+ */
+static void test_polled_then_quiet(void **state)
+{
+	struct fx *f = *state;
+	struct info peer;
+	struct ibv_wc wc[16];
+	uint8_t want[4096], seen[4096], ok = 1;
+	int n = 0, status, w, out_of_set = 0;
+	long end;
+
+	start(f, CH_PINGER, 1, &peer);
+	assert_int_equal(rt_post_recv(f->qp[0], 0, f->buf + (1u << 20), 64,
+				      f->mr->lkey),
+			 0);
+	assert_int_equal(xfer(f->sock, &ok, 1, true), 0);
+	end = rt_now_ms() + 20000;
+	for (;;) {
+		struct ibv_sge sge = { (uintptr_t)f->buf, 64, f->mr->lkey };
+		int got = ibv_poll_cq(f->rcq, 1, wc);
+		bool stop;
+
+		assert_true(got >= 0);
+		/* The send CQ's completions, taken as they come. */
+		assert_true(ibv_poll_cq(f->scq, 16, wc + 1) >= 0);
+		if (!got) {
+			assert_true(rt_now_ms() < end);
+			continue;
+		}
+		assert_int_equal(wc[0].status, IBV_WC_SUCCESS);
+		if (++n % 200 == 0) {
+			w = watched_tcp();
+			assert_true(w >= 0);
+			out_of_set += !w;
+		}
+		/* Seen out of the set, or never: the last ping answered. */
+		stop = (out_of_set && n >= 2000) || rt_now_ms() >= end;
+		if (stop)
+			__atomic_store_n(&f->shared[CH_STOP], 1,
+					 __ATOMIC_RELEASE);
+		else
+			assert_int_equal(rt_post_recv(f->qp[0], 0,
+						      f->buf + (1u << 20), 64,
+						      f->mr->lkey),
+					 0);
+		assert_int_equal(rt_post(f->qp[0], (uint64_t)n, IBV_WR_SEND,
+					 &sge, IBV_SEND_SIGNALED, 0, 0),
+				 0);
+		if (stop)
+			break;
+	}
+	/* Else this test proves nothing of the path it is for. */
+	assert_true(out_of_set > 0);
+	/* No verbs call from here on. */
+	assert_int_equal(xfer(f->sock, &ok, 1, true), 0);
+	rt_fill(want, sizeof(want), 91);
+	/* Memory read as the kernel sees it: the progress thread places
+	 * there, and a plain read of ours would be a data race to TSan. */
+	end = rt_now_ms() + 3000;
+	do {
+		struct iovec l = { seen, sizeof(seen) },
+			     r = { f->buf + 8192, sizeof(seen) };
+
+		usleep(100);
+		assert_int_equal(process_vm_readv(getpid(), &l, 1, &r, 1, 0),
+				 (ssize_t)sizeof(seen));
+	} while (memcmp(seen, want, sizeof(want)) && rt_now_ms() < end);
+	assert_memory_equal(seen, want, sizeof(want));
+	assert_int_equal(reap(f->child, 0), -1);
+	kill(f->child, SIGKILL);
+	status = reap(f->child, 5000);
+	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	f->child = 0;
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		T(test_write_read_paused),     T(test_burst_quiet),
 		T(test_write_complete_at_end), T(test_peer_sigkill),
 		T(test_peer_sigkill_sender),   T(test_hundred_qps),
+		T(test_polled_then_quiet),
 	};
 
 	if (argc > 1)

@@ -361,24 +361,68 @@ bool swiw_streams_pump_all(void)
 
 /*
  * Poll mode, a process with one connected stream on a socket of its own
- * (the in-process backend): read the socket directly. An empty read costs
+ * (the in-process backend): the stream a poller reads directly, or NULL.
+ */
+static struct swiw_stream *direct_stream(void)
+{
+	struct swiw_stream *s = streams;
+
+	if (!s || s->next || s->dead || s->failed || s->ops != &swiw_link_ops ||
+	    s->be->event_fd >= 0)
+		return NULL;
+	return s;
+}
+
+/*
+ * Read the direct stream's socket (direct_stream). An empty read costs
  * what an empty epoll_wait() costs, and data is read at once instead of
  * after the epoll_wait() that reports it. False if the engine has more or
  * other than that; else *@moved says whether anything came.
  */
 bool swiw_stream_poll_direct(bool *moved)
 {
-	struct swiw_stream *s = streams;
+	struct swiw_stream *s = direct_stream();
 	uint64_t before;
 
 	swiw_eng_assert_held();
-	if (!s || s->next || s->dead || s->failed || s->ops != &swiw_link_ops ||
-	    s->be->event_fd >= 0)
+	if (!s)
 		return false;
 	before = s->ev_total;
 	swiw_stream_event(s, EPOLLIN);
 	*moved = s->ev_total != before;
 	return true;
+}
+
+/*
+ * With @on, the direct stream's socket leaves the engine's epoll set (its
+ * poller reads it anyway); every other stream out comes back, as all do
+ * without @on, unless its link ended meanwhile (the paths that end it
+ * take it out of the set, and find it out already). True if one is out.
+ */
+bool swiw_streams_sock_mute(bool on)
+{
+	struct swiw_stream *d = on ? direct_stream() : NULL, *s;
+	bool out = false;
+
+	swiw_eng_assert_held();
+	for (s = streams; s; s = s->next) {
+		if (s == d && !s->sock_muted) {
+			if (s->hs_interest &&
+			    swiw_eng_epoll_ctl(EPOLL_CTL_DEL, s->fd, 0, NULL))
+				continue;
+			s->sock_muted = true;
+		} else if (s != d && s->sock_muted) {
+			s->sock_muted = false;
+			if (s->hs_interest && s->ops == &swiw_link_ops &&
+			    !s->failed && !s->dead && !s->eof_due_ns &&
+			    swiw_eng_epoll_ctl(EPOLL_CTL_ADD, s->fd,
+					       s->hs_interest, s))
+				swiw_err("QP %u: cannot watch its socket again",
+					 swiw_stream_qpn(s));
+		}
+		out |= s->sock_muted;
+	}
+	return out;
 }
 
 void swiw_stream_event(struct swiw_stream *s, uint32_t events)

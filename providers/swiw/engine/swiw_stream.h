@@ -189,6 +189,9 @@ struct swiw_stream {
 	bool rtr_event; /* the peer's first message comes as an event */
 	uint32_t hs_id; /* stream_id */
 	uint32_t hs_interest; /* in-process: the socket's epoll events */
+	/* Out of the epoll set while a program polls it (sock_mute in
+	 * swiw_engine.c); hs_interest is what it has when it comes back. */
+	bool sock_muted;
 	struct swiw_bqueue txq, evq;
 	struct swiw_ring txr; /* producer view */
 	struct swiw_ring evr; /* consumer view */
@@ -253,6 +256,7 @@ void swiw_stream_event(struct swiw_stream *s, uint32_t events);
 bool swiw_stream_pump(struct swiw_stream *s);
 bool swiw_streams_pump_all(void);
 bool swiw_stream_poll_direct(bool *moved);
+bool swiw_streams_sock_mute(bool on);
 void swiw_streams_reap(void);
 int swiw_streams_timers(void);
 void swiw_stream_qp_error(struct swiw_qp *qp);

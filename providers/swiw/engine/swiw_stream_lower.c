@@ -98,6 +98,10 @@ static void ring_interest(struct swiw_stream *s, uint32_t want)
 	if (s->be->event_fd >= 0 || s->eof_due_ns || s->failed ||
 	    want == s->hs_interest)
 		return;
+	if (s->sock_muted) {
+		s->hs_interest = want; /* for swiw_streams_sock_mute */
+		return;
+	}
 	/* Out of the set while it wants nothing: a hung-up socket
 	 * would report for ever. */
 	swiw_eng_epoll_ctl(!want	  ? EPOLL_CTL_DEL :
