@@ -445,6 +445,9 @@ void swiw_stream_free(struct swiw_stream *s)
 /* Under the engine lock: @s is live, the engine loop serves it. */
 void swiw_stream_list(struct swiw_stream *s)
 {
+	/* A stream polled directly is so no longer: its socket must be in
+	 * the set that the program's polls now read. */
+	swiw_streams_sock_mute(false);
 	s->next = streams;
 	streams = s;
 	s->qp->stream = s;
