@@ -140,9 +140,11 @@
 /* A program that polled this recently still polls, for helper_mute: its
  * polls may be far apart (ib_write_lat spins on memory between them). */
 #define SWIW_ENG_MUTE_POLLED_NS 20000000
-/* A program whose polls took a stream's input this recently, when the
- * thread took none, reads its socket itself (mute_holds). */
+/* A program whose polls took a stream's input this recently still polls
+ * (mute_holds); one that took this many times what the thread took since
+ * the thread's last round reads its socket itself (sock_mute). */
 #define SWIW_ENG_MUTE_HOLD_NS 500000
+#define SWIW_ENG_MUTE_RATIO 8
 
 static pthread_mutex_t eng_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned long eng_owner; /* pthread_self() of the holder, or 0 */
@@ -167,9 +169,11 @@ static unsigned int eng_polls; /* under the lock: swiw_engine_poll's count */
 static bool eng_poll_wanted; /* a poller found the lock taken */
 static uint64_t last_empty_ns; /* when a poll last found its CQ empty */
 static uint64_t empty_since_ns; /* the first of the polls since, all empty */
-/* When a poll last read the direct stream's socket and took something
- * (poll_once), and when the thread last took events of a stream. */
-static uint64_t last_direct_ns, thread_rx_ns;
+/* When a poll last read the direct stream's socket and took the peer's
+ * input (poll_once), and how many times; how many times the thread took
+ * a stream's input (eng_events). */
+static uint64_t last_direct_ns;
+static unsigned long direct_takes, thread_takes;
 /* For app_streams: when a pump last took two WRs or more, or left two or
  * more in flight or some queued, or a poll found two completions or more;
  * the mean gap between posts, and between polls that found completions
@@ -440,7 +444,9 @@ static void bell_drain(void)
  */
 static bool eng_events(const struct epoll_event *evs, int n, bool thread)
 {
-	bool stream_ev = false;
+	struct swiw_stream *st;
+	bool input = false;
+	uint64_t in;
 	int i, real = 0;
 
 	for (i = 0; i < n; i++) {
@@ -458,12 +464,13 @@ static bool eng_events(const struct epoll_event *evs, int n, bool thread)
 			swiw_conn_broker_event(evs[i].data.ptr);
 			continue;
 		}
-		swiw_stream_event(evs[i].data.ptr, evs[i].events);
-		stream_ev = true;
+		st = evs[i].data.ptr;
+		in = st->in_total;
+		swiw_stream_event(st, evs[i].events);
+		input |= st->in_total != in;
 	}
-	if (thread && stream_ev)
-		__atomic_store_n(&thread_rx_ns, swiw_eng_now_ns(),
-				 __ATOMIC_RELAXED);
+	if (thread && input)
+		thread_takes++;
 	return swiw_streams_pump_all() || real > 0;
 }
 
@@ -589,7 +596,7 @@ static bool within(const uint64_t *ts, uint64_t now, uint64_t window)
  */
 static void poll_once(void)
 {
-	bool moved = false, bell_only, direct;
+	bool moved = false, input = false, bell_only, direct;
 
 	if (!eng_trylock()) {
 		__atomic_store_n(&eng_poll_wanted, true, __ATOMIC_RELAXED);
@@ -605,12 +612,14 @@ static void poll_once(void)
 	if (helper_watched)
 		moved = swiw_streams_kernel_event();
 	direct = ++eng_polls % SWIW_ENG_DIRECT_EVERY &&
-		 (helper_watched || swiw_stream_poll_direct(&moved));
+		 (helper_watched || swiw_stream_poll_direct(&moved, &input));
 	if (!direct)
 		moved |= poller_run(&bell_only);
-	else if (moved && !helper_watched)
+	else if (input) {
 		__atomic_store_n(&last_direct_ns, swiw_eng_now_ns(),
 				 __ATOMIC_RELAXED);
+		__atomic_fetch_add(&direct_takes, 1, __ATOMIC_RELAXED);
+	}
 	poller_unlock(moved);
 }
 
@@ -937,25 +946,16 @@ static void helper_mute(void)
 /* The thread took a stream's socket out of its epoll set (sock_mute). */
 static bool socks_muted;
 
-/*
- * The program reads its stream's socket itself: its polls took input
- * within SWIW_ENG_MUTE_HOLD_NS, and the thread took none meanwhile (a
- * program that spins on memory for what the thread places, ib_write_lat,
- * leaves that to the thread). Muted, the thread then naps on the doorbell
- * while the program polls, also just after it took a completion, rather
- * than bring the socket back to wait on it; and a program that stops
- * polling has it back at the thread's next wake (sock_unmute).
- */
+/* The program's polls took its stream's input lately: it polls on. */
 static bool mute_holds(uint64_t now)
 {
-	return within(&last_direct_ns, now, SWIW_ENG_MUTE_HOLD_NS) &&
-	       !within(&thread_rx_ns, now, SWIW_ENG_MUTE_HOLD_NS);
+	return within(&last_direct_ns, now, SWIW_ENG_MUTE_HOLD_NS);
 }
 
 /*
  * Under the lock, the thread: while a program reads its one stream's
- * socket itself (swiw_stream_poll_direct, mute_holds) and arms no CQ, the
- * socket leaves the epoll set. TCP wakes a socket's waiters for every
+ * socket itself (swiw_stream_poll_direct) and arms no CQ, the socket
+ * leaves the epoll set. TCP wakes a socket's waiters for every
  * segment it queues, under the socket's lock, which on loopback the
  * sender holds while the receiver's recvmsg spins for it: in an epoll set,
  * each message pays ep_poll_callback on that path. Muted, the thread naps
@@ -965,9 +965,20 @@ static bool mute_holds(uint64_t now)
  */
 static void sock_mute(uint64_t now)
 {
+	static unsigned long seen_direct, seen_thread;
+	unsigned long d = __atomic_load_n(&direct_takes, __ATOMIC_RELAXED),
+		      t = thread_takes;
 	bool on = mute_holds(now) && !chan_waiter(now) && !app_armed(now) &&
 		  !swiw_streams_cq_armed();
 
+	/* Since the last round: the program took its input, the thread
+	 * (almost) none. One that spins on memory for what the thread
+	 * places (ib_write_lat) keeps its socket in the set. */
+	if (!socks_muted)
+		on = on && d - seen_direct >=
+				   SWIW_ENG_MUTE_RATIO * (t - seen_thread) + 1;
+	seen_direct = d;
+	seen_thread = t;
 	if (on || socks_muted)
 		socks_muted = swiw_streams_sock_mute(on);
 }

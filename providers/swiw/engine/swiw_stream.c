@@ -377,19 +377,22 @@ static struct swiw_stream *direct_stream(void)
  * Read the direct stream's socket (direct_stream). An empty read costs
  * what an empty epoll_wait() costs, and data is read at once instead of
  * after the epoll_wait() that reports it. False if the engine has more or
- * other than that; else *@moved says whether anything came.
+ * other than that; else *@moved says whether anything came, *@input
+ * whether the peer's input did.
  */
-bool swiw_stream_poll_direct(bool *moved)
+bool swiw_stream_poll_direct(bool *moved, bool *input)
 {
 	struct swiw_stream *s = direct_stream();
-	uint64_t before;
+	uint64_t before, in;
 
 	swiw_eng_assert_held();
 	if (!s)
 		return false;
 	before = s->ev_total;
+	in = s->in_total;
 	swiw_stream_event(s, EPOLLIN);
 	*moved = s->ev_total != before;
+	*input = s->in_total != in;
 	return true;
 }
 

@@ -197,6 +197,7 @@ struct swiw_stream {
 	struct swiw_ring evr; /* consumer view */
 	uint32_t ev_taken; /* events consumed since the last doorbell */
 	uint64_t ev_total; /* events consumed, ever */
+	uint64_t in_total; /* of them, the peer's input (not SENT) */
 	bool tx_rung; /* txds published since the last doorbell */
 	/* The transmit ring stayed full after a doorbell: the lower half
 	 * waits for transport room, which brings the pump back. */
@@ -255,7 +256,7 @@ static inline uint64_t swiw_eng_now_ns(void)
 void swiw_stream_event(struct swiw_stream *s, uint32_t events);
 bool swiw_stream_pump(struct swiw_stream *s);
 bool swiw_streams_pump_all(void);
-bool swiw_stream_poll_direct(bool *moved);
+bool swiw_stream_poll_direct(bool *moved, bool *input);
 bool swiw_streams_sock_mute(bool on);
 void swiw_streams_reap(void);
 int swiw_streams_timers(void);

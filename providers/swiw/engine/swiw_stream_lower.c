@@ -371,6 +371,7 @@ static bool link_drain(struct swiw_stream *s)
 			swiw_ring_release(&s->evr, slot);
 			s->ev_taken++;
 			s->ev_total++;
+			s->in_total += e.type != SWIW_RXEV_SENT;
 			any = true;
 			ev_handle(s, &e);
 		}
