@@ -398,9 +398,11 @@ bool swiw_stream_poll_direct(bool *moved, bool *input)
 
 /*
  * With @on, the direct stream's socket leaves the engine's epoll set (its
- * poller reads it anyway); every other stream out comes back, as all do
- * without @on, unless its link ended meanwhile (the paths that end it
- * take it out of the set, and find it out already). True if one is out.
+ * poller reads it anyway), unless it waits for transport room, which only
+ * epoll reports (ring_interest brings it back then); every other stream
+ * out comes back, as all do without @on, unless its link ended meanwhile
+ * (the paths that end it take it out of the set, and find it out
+ * already). True if one is out.
  */
 bool swiw_streams_sock_mute(bool on)
 {
@@ -409,7 +411,7 @@ bool swiw_streams_sock_mute(bool on)
 
 	swiw_eng_assert_held();
 	for (s = streams; s; s = s->next) {
-		if (s == d && !s->sock_muted) {
+		if (s == d && !s->sock_muted && !(s->hs_interest & EPOLLOUT)) {
 			if (s->hs_interest &&
 			    swiw_eng_epoll_ctl(EPOLL_CTL_DEL, s->fd, 0, NULL))
 				continue;

@@ -100,6 +100,12 @@ static void ring_interest(struct swiw_stream *s, uint32_t want)
 		return;
 	if (s->sock_muted) {
 		s->hs_interest = want; /* for swiw_streams_sock_mute */
+		/* Transport room is reported by epoll alone (the poller's
+		 * direct reads ask for input): the socket comes back. */
+		if (!(want & EPOLLOUT))
+			return;
+		s->sock_muted = false;
+		swiw_eng_epoll_ctl(EPOLL_CTL_ADD, s->fd, want, s);
 		return;
 	}
 	/* Out of the set while it wants nothing: a hung-up socket
