@@ -73,6 +73,13 @@
  * the lock, and wakes for the doorbell, a deadline, the broker or a
  * stream being set up.
  *
+ * In the process, the same holds for a lone stream's socket (sock_mute):
+ * while the program's direct reads take its input and the thread's take
+ * almost none, the socket leaves the set, since TCP calls every waiter of
+ * a socket for each segment it queues. The thread naps on the doorbell,
+ * and brings the socket back before it waits on the set, once the program
+ * has taken no input for SWIW_ENG_MUTE_HOLD_NS.
+ *
  * A program about to block in ibv_get_cq_event (the preload library's,
  * which calls swiw_chan_wait first) looks for SWIW_ENG_SPIN_NS at its
  * channel and the engine's sockets without sleeping, and does what comes
@@ -952,6 +959,12 @@ static bool mute_holds(uint64_t now)
 	return within(&last_direct_ns, now, SWIW_ENG_MUTE_HOLD_NS);
 }
 
+/* A socket is out of the set, and the program that reads it still does. */
+static bool muted_polls(uint64_t now)
+{
+	return socks_muted && mute_holds(now);
+}
+
 /*
  * Under the lock, the thread: while a program reads its one stream's
  * socket itself (swiw_stream_poll_direct) and arms no CQ, the socket
@@ -1113,7 +1126,14 @@ static void *eng_main(void *arg)
 			woke = swiw_eng_now_ns();
 			/* Events, a deadline, or the program stopped polling:
 			 * the lock, and helper_mute decides again. */
-		} else if (app_polling(woke) || chan_waiter(woke)) {
+		} else if (app_polling(woke) || chan_waiter(woke) ||
+			   muted_polls(woke)) {
+			/* Muted, a program preempted past SWIW_ENG_POLLING_NS
+			 * (by this very thread on its CPU) still polls: to
+			 * bring its socket back for that would cost every
+			 * message an ep_poll_callback until the mute held
+			 * again (ib_send_lat: a third of the time unmuted,
+			 * 0.05x TCP a hop). */
 			/* Timers and dials still run, at nap granularity. */
 			struct timespec nap = { 0, SWIW_ENG_NAP_NS };
 
@@ -1122,8 +1142,7 @@ static void *eng_main(void *arg)
 			 * program may have polled empty only for the lock
 			 * that round held, and go on to spin on memory;
 			 * one that streams polls again. */
-			if (!chan_waiter(woke) &&
-			    !(socks_muted && mute_holds(woke)) &&
+			if (!chan_waiter(woke) && !muted_polls(woke) &&
 			    ((placed && !app_streams(woke)) ||
 			     !app_waits(woke))) {
 				/* It took completions and has not polled an
@@ -1157,7 +1176,7 @@ static void *eng_main(void *arg)
 						nap_ns *= 2;
 				} else if ((app_polling(woke) &&
 					    app_waits(woke)) ||
-					   (socks_muted && mute_holds(woke))) {
+					   muted_polls(woke)) {
 					if (nap_ns < SWIW_ENG_NAP_MAX_NS)
 						nap_ns *= 2;
 				} else {
