@@ -131,20 +131,21 @@ static int cq_take(struct swiw_cq *cq, int num_entries, struct ibv_wc *wc)
 int swiw_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 {
 	struct swiw_cq *cq = to_swiw_cq(ibcq);
+	uint64_t now;
 	int n;
 
 	if (num_entries < 0)
 		return -EINVAL;
 	n = cq_take(cq, num_entries, wc);
 	if (n)
-		swiw_engine_polled(n);
+		swiw_engine_polled(n, 0);
 	if (!n && num_entries) {
 		/* Empty: move the engine ourselves (poll mode), then look
 		 * again. */
-		swiw_engine_poll();
+		now = swiw_engine_poll();
 		n = cq_take(cq, num_entries, wc);
 		if (n)
-			swiw_engine_polled(n); /* no longer waiting */
+			swiw_engine_polled(n, now); /* no longer waiting */
 	}
 	return n;
 }

@@ -38,6 +38,7 @@ static int cqx_take(struct ibv_cq_ex *cqx)
 static int cqx_start_poll(struct ibv_cq_ex *cqx, struct ibv_poll_cq_attr *attr)
 {
 	struct swiw_cq *cq = cqx_cq(cqx);
+	uint64_t now;
 	int err;
 
 	if (attr && attr->comp_mask)
@@ -45,19 +46,20 @@ static int cqx_start_poll(struct ibv_cq_ex *cqx, struct ibv_poll_cq_attr *attr)
 	pthread_spin_lock(&cq->poll_lock);
 	err = cqx_take(cqx);
 	if (!err) {
-		swiw_engine_polled(1);
+		swiw_engine_polled(1, 0);
 		return 0;
 	}
 	/* Empty: as ibv_poll_cq, move the engine ourselves (poll mode),
 	 * then look again. */
 	pthread_spin_unlock(&cq->poll_lock);
-	swiw_engine_poll();
+	now = swiw_engine_poll();
 	pthread_spin_lock(&cq->poll_lock);
 	err = cqx_take(cqx);
 	if (err)
 		pthread_spin_unlock(&cq->poll_lock);
 	else
-		swiw_engine_polled(1); /* it found one: no longer waiting */
+		swiw_engine_polled(1,
+				   now); /* it found one: no longer waiting */
 	return err;
 }
 

@@ -599,9 +599,11 @@ static bool within(const uint64_t *ts, uint64_t now, uint64_t window)
  * helper's event rings (memory), the streams' sockets read directly, and
  * every SWIW_ENG_DIRECT_EVERY-th time the whole epoll set. The
  * epoll_wait() is under the lock, so no stream it names can be freed
- * before its events are handled.
+ * before its events are handled. @now: when the caller looked, the time
+ * a direct read that takes input is noted at (a heuristic's window of
+ * SWIW_ENG_MUTE_HOLD_NS: a clock read less on the path of a message).
  */
-static void poll_once(void)
+static void poll_once(uint64_t now)
 {
 	bool moved = false, input = false, bell_only, direct;
 
@@ -623,27 +625,30 @@ static void poll_once(void)
 	if (!direct)
 		moved |= poller_run(&bell_only);
 	else if (input) {
-		__atomic_store_n(&last_direct_ns, swiw_eng_now_ns(),
-				 __ATOMIC_RELAXED);
+		__atomic_store_n(&last_direct_ns, now, __ATOMIC_RELAXED);
 		__atomic_fetch_add(&direct_takes, 1, __ATOMIC_RELAXED);
 	}
 	poller_unlock(moved);
 }
 
-/* Poll mode: an application thread found its CQ empty. */
-void swiw_engine_poll(void)
+/*
+ * Poll mode: an application thread found its CQ empty. Returns the time
+ * it read, for swiw_engine_polled (0: none).
+ */
+uint64_t swiw_engine_poll(void)
 {
 	uint64_t now;
 
 	if (!eng_poll_mode || !__atomic_load_n(&eng_started, __ATOMIC_ACQUIRE))
-		return;
+		return 0;
 	now = swiw_eng_now_ns();
 	if (__atomic_load_n(&last_poll_ns, __ATOMIC_RELAXED) !=
 	    __atomic_load_n(&last_empty_ns, __ATOMIC_RELAXED))
 		__atomic_store_n(&empty_since_ns, now, __ATOMIC_RELAXED);
 	__atomic_store_n(&last_poll_ns, now, __ATOMIC_RELAXED);
 	__atomic_store_n(&last_empty_ns, now, __ATOMIC_RELAXED);
-	poll_once();
+	poll_once(now);
+	return now;
 }
 
 /*
@@ -656,14 +661,17 @@ bool swiw_eng_poller_waits(void)
 	return __atomic_load_n(&eng_poll_wanted, __ATOMIC_RELAXED);
 }
 
-/* poll_cq found @n completions: the program is polling all the same. */
-void swiw_engine_polled(int n)
+/*
+ * poll_cq found @n completions: the program is polling all the same.
+ * @now: swiw_engine_poll's time, if it ran the engine just before (the
+ * poll found the completion it made), else 0.
+ */
+void swiw_engine_polled(int n, uint64_t now)
 {
-	uint64_t now;
-
 	if (!eng_poll_mode)
 		return;
-	now = swiw_eng_now_ns();
+	if (!now)
+		now = swiw_eng_now_ns();
 	__atomic_store_n(&last_poll_ns, now, __ATOMIC_RELAXED);
 	gap_note(&found_gap_ns, now - __atomic_exchange_n(&last_found_ns, now,
 							  __ATOMIC_RELAXED));
@@ -720,7 +728,7 @@ void swiw_engine_chan_wait(struct swiw_comp_channel *ch)
 	struct timespec zero = { 0 };
 	unsigned long posted;
 	bool got = false;
-	uint64_t until;
+	uint64_t until, now;
 	int cancel;
 
 	if (!eng_poll_mode || !__atomic_load_n(&eng_started, __ATOMIC_ACQUIRE))
@@ -737,8 +745,9 @@ void swiw_engine_chan_wait(struct swiw_comp_channel *ch)
 	/* A record, or an error the read reports. */
 	if (ppoll(&p, 1, &zero, NULL) > 0)
 		got = true;
-	while (!got && swiw_eng_now_ns() < until) {
-		poll_once();
+	for (now = until - SWIW_ENG_SPIN_NS; !got && now < until;
+	     now = swiw_eng_now_ns()) {
+		poll_once(now);
 		got = __atomic_load_n(&ch->posted, __ATOMIC_ACQUIRE) != posted;
 	}
 	/* Found: the program comes back for the next one soon. Not: it
