@@ -131,8 +131,12 @@
 #define SWIW_ENG_LEFT_NS 200000
 /* With one in-process stream, a poller reads its socket directly
  * (swiw_stream_poll_direct) in all but one poll of this many, where
- * epoll_wait() serves the doorbell, the broker and the CM as well. */
+ * epoll_wait() serves the doorbell, the broker and the CM as well; the
+ * second while the socket is out of the set (sock_mute), where that
+ * epoll_wait() cannot bring its input, and a message that comes during
+ * it waits a poll more. */
 #define SWIW_ENG_DIRECT_EVERY 4
+#define SWIW_ENG_DIRECT_EVERY_MUTED 64
 /* Naps the thread may find the lock taken before it waits for it. */
 #define SWIW_ENG_BUSY_NAPS 20
 /* A program whose look at its channel found a record this recently will
@@ -164,6 +168,8 @@ static bool helper_watched;
 /* The helper's file is out of the thread's set while a program polls: its
  * polls read the event rings themselves (helper_mute). */
 static bool helper_muted;
+/* The thread took a stream's socket out of its epoll set (sock_mute). */
+static bool socks_muted;
 static int helper_fd = -1;
 static bool eng_poll_mode; /* progress = poll */
 static uint64_t last_poll_ns; /* when an application last drove it */
@@ -359,9 +365,11 @@ static void gap_note(uint64_t *mean, uint64_t gap)
 static bool sq_cork(struct swiw_qp *qp)
 {
 	uint64_t now = swiw_eng_now_ns();
-	uint64_t last =
-		__atomic_exchange_n(&qp->sq_last_ns, now, __ATOMIC_RELAXED);
+	uint64_t last = __atomic_load_n(&qp->sq_last_ns, __ATOMIC_RELAXED);
 
+	/* Not an exchange, a full barrier on x86: posters racing on one
+	 * QP may each see the same last post. */
+	__atomic_store_n(&qp->sq_last_ns, now, __ATOMIC_RELAXED);
 	/* The QP's own gap: no shared line written per WR. */
 	gap_note(&post_gap_ns, now - last);
 	if (now - last >= SWIW_ENG_CORK_NS || app_armed(now) ||
@@ -512,10 +520,14 @@ static bool poller_run(bool *bell_only);
  */
 static uint32_t take_left(bool *moved)
 {
-	uint32_t left =
-		__atomic_exchange_n(&eng_left, LEFT_NONE, __ATOMIC_SEQ_CST);
+	uint32_t left;
 	bool bell_only;
 
+	/* Mostly none: no full barrier per poll for that. One this misses
+	 * is found by left_after_unlock, whose read-modify-write is. */
+	if (__atomic_load_n(&eng_left, __ATOMIC_RELAXED) == LEFT_NONE)
+		return LEFT_NONE;
+	left = __atomic_exchange_n(&eng_left, LEFT_NONE, __ATOMIC_SEQ_CST);
 	if (left != LEFT_NONE)
 		*moved |= poller_run(&bell_only);
 	return left;
@@ -620,7 +632,8 @@ static void poll_once(uint64_t now)
 	}
 	if (helper_watched)
 		moved = swiw_streams_kernel_event();
-	direct = ++eng_polls % SWIW_ENG_DIRECT_EVERY &&
+	direct = ++eng_polls % (socks_muted ? SWIW_ENG_DIRECT_EVERY_MUTED :
+					      SWIW_ENG_DIRECT_EVERY) &&
 		 (helper_watched || swiw_stream_poll_direct(&moved, &input));
 	if (!direct)
 		moved |= poller_run(&bell_only);
@@ -958,9 +971,6 @@ static void helper_mute(void)
 		__atomic_store_n(&helper_muted, false, __ATOMIC_SEQ_CST);
 	}
 }
-
-/* The thread took a stream's socket out of its epoll set (sock_mute). */
-static bool socks_muted;
 
 /* The program's polls took its stream's input lately: it polls on. */
 static bool mute_holds(uint64_t now)
