@@ -34,6 +34,14 @@ static inline long rt_now_ms(void)
 	return t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
+static inline long rt_now_us(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1000000 + t.tv_nsec / 1000;
+}
+
 static void rt_alarm(int sig)
 {
 	static const char m[] = "test timed out (alarm)\n";

@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -146,12 +147,19 @@ enum child_mode {
 	CH_SENDER,
 	CH_STREAM,
 	CH_MANY,
-	CH_PINGER
+	CH_PINGER,
+	CH_BOTHWAYS
 };
 
 #define CH_RECVS 64
 #define CH_SENDS 200
 #define CH_STOP (REGION / 4) /* the parent's stop flag, in the child's region */
+#define BW_SENDS 512 /* SENDs in test_polled_both_ways, each of... */
+#define BW_LEN (64u << 10)
+#define BW_RECVS 250 /* CH_BOTHWAYS: its receives of 1 MiB posted */
+#define BW_ID (1ull << 40) /* their wr_id, above any ping's */
+#define BW_MARK 65 /* the length of the SEND that announces them */
+#define BW_GAP_US 50 /* the child's small SENDs meanwhile, this far apart */
 
 /* Busy-polls @cq for one good completion, 5 s at most; 0 or -1. */
 static int spin_one(struct ibv_cq *cq, struct ibv_wc *wc)
@@ -162,6 +170,73 @@ static int spin_one(struct ibv_cq *cq, struct ibv_wc *wc)
 	while (!(r = ibv_poll_cq(cq, 1, wc)) && rt_now_ms() < end)
 		;
 	return r == 1 && wc->status == IBV_WC_SUCCESS ? 0 : -1;
+}
+
+/*
+ * CH_BOTHWAYS: pings the parent as CH_PINGER does, into receives of
+ * 1 MiB, until a SEND of BW_MARK octets says the parent's big SENDs
+ * follow; from then on it sends a small SEND every BW_GAP_US, unanswered,
+ * so that the parent's input goes on while they come (answers would wait
+ * behind them), until it has BW_SENDS of them; then says so and waits.
+ */
+static int both_ways(struct fx *f)
+{
+	struct ibv_sge sge = { (uintptr_t)f->shared, 64, f->mr->lkey };
+	struct ibv_wc wc[16];
+	int i, n, got = 0, out = 0;
+	long end = rt_now_ms() + 60000;
+	bool ping_out = false, streaming = false;
+	long next = 0;
+	uint8_t ok;
+
+	for (i = 0; i < BW_RECVS; i++)
+		if (rt_post_recv(f->qp[0], 0, f->shared + REGION / 2, 1u << 20,
+				 f->mr->lkey))
+			return 11;
+	/* The parent's go. */
+	if (xfer(f->sock, &ok, 1, false))
+		return 15;
+	while (got < BW_SENDS && rt_now_ms() < end) {
+		/* Paced by the clock, polling meanwhile: a sleep would let
+		 * this side's own engine take over its socket. */
+		if (streaming ? out < 8 && rt_now_us() >= next : !ping_out) {
+			if (rt_post(f->qp[0], 0, IBV_WR_SEND, &sge,
+				    IBV_SEND_SIGNALED, 0, 0))
+				return 16;
+			ping_out = true;
+			out++;
+			next = rt_now_us() + BW_GAP_US;
+		}
+		n = ibv_poll_cq(f->scq, 16, wc);
+		for (i = 0; i < n; i++, out--)
+			if (wc[i].status)
+				return 17;
+		n = ibv_poll_cq(f->rcq, 16, wc);
+		if (n < 0)
+			return 17;
+		for (i = 0; i < n; i++) {
+			if (wc[i].status)
+				return 17;
+			if (wc[i].byte_len == BW_LEN)
+				got++;
+			else if (wc[i].byte_len == BW_MARK)
+				streaming = true;
+			else
+				ping_out = false; /* answered */
+			if (rt_post_recv(f->qp[0], 0, f->shared + REGION / 2,
+					 1u << 20, f->mr->lkey))
+				return 11;
+		}
+	}
+	if (got < BW_SENDS) {
+		fprintf(stderr, "child: %d of %d big SENDs\n", got, BW_SENDS);
+		return 18;
+	}
+	ok = 1;
+	if (xfer(f->sock, &ok, 1, true))
+		return 19;
+	for (;;)
+		pause();
 }
 
 /*
@@ -215,6 +290,8 @@ static int child_main(struct fx *f, enum child_mode mode)
 				usleep(20000);
 		}
 	}
+	if (mode == CH_BOTHWAYS)
+		return both_ways(f);
 	if (mode == CH_PINGER) {
 		struct ibv_sge sge = { (uintptr_t)f->shared, 64, f->mr->lkey };
 
@@ -705,23 +782,19 @@ static void test_hundred_qps(void **state)
 
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
-/*
- * The TCP sockets in this process's epoll sets (the engine's), by
- * /proc/self/fdinfo; -1 if that cannot be read.
- */
-static int watched_tcp(void)
+/* The inodes of the host's TCP sockets, up to @max; how many. */
+static int tcp_inodes(unsigned long *ino, int max)
 {
 	static const char *const tabs[] = { "/proc/net/tcp", "/proc/net/tcp6" };
-	unsigned long ino[256];
-	int nino = 0, count = 0, fd;
-	char line[512], path[64], link[64];
+	char line[512];
+	int nino = 0;
 	FILE *fp;
 
 	for (size_t t = 0; t < 2; t++) {
 		fp = fopen(tabs[t], "r");
 		if (!fp)
 			continue;
-		while (fgets(line, sizeof(line), fp) && nino < 256) {
+		while (fgets(line, sizeof(line), fp) && nino < max) {
 			unsigned long i;
 
 			/* sl local rem st txq:rxq tr:when retr uid timeout inode */
@@ -733,9 +806,41 @@ static int watched_tcp(void)
 		}
 		fclose(fp);
 	}
-	if (!nino)
-		return -1;
+	return nino;
+}
+
+/* This process's first TCP socket (its one stream's), or -1. */
+static int stream_fd(void)
+{
+	unsigned long ino[256];
+	int nino = tcp_inodes(ino, 256), fd;
+	char path[64];
+	struct stat st;
+
 	for (fd = 0; fd < 1024; fd++) {
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		if (stat(path, &st) || !S_ISSOCK(st.st_mode))
+			continue;
+		for (int i = 0; i < nino; i++)
+			if (ino[i] == (unsigned long)st.st_ino)
+				return fd;
+	}
+	return -1;
+}
+
+/* The engine's epoll set and its one stream's socket, found once. */
+struct watch {
+	int epfd, sfd;
+};
+
+/* Finds them, once connected: false if that cannot be done. */
+static bool watch_find(struct watch *w)
+{
+	char path[64], link[64];
+	int fd;
+
+	w->epfd = -1;
+	for (fd = 0; fd < 1024 && w->epfd < 0; fd++) {
 		ssize_t n;
 
 		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
@@ -743,49 +848,84 @@ static int watched_tcp(void)
 		if (n < 0)
 			continue;
 		link[n] = 0;
-		if (strcmp(link, "anon_inode:[eventpoll]"))
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
-		fp = fopen(path, "r");
-		if (!fp)
-			return -1;
-		while (fgets(line, sizeof(line), fp)) {
-			int tfd;
-			struct stat st;
-
-			if (sscanf(line, "tfd: %d", &tfd) != 1)
-				continue;
-			snprintf(link, sizeof(link), "/proc/self/fd/%d", tfd);
-			if (stat(link, &st) || !S_ISSOCK(st.st_mode))
-				continue;
-			for (int i = 0; i < nino; i++)
-				count += ino[i] == (unsigned long)st.st_ino;
-		}
-		fclose(fp);
+		if (!strcmp(link, "anon_inode:[eventpoll]"))
+			w->epfd = fd;
 	}
-	return count;
+	w->sfd = stream_fd();
+	return w->epfd >= 0 && w->sfd >= 0;
 }
 
 /*
- * A program that takes its messages by polling has its stream's socket
- * out of the engine's epoll set (sock_mute, swiw_engine.c); once it stops
- * polling, the progress thread must hear the socket again: an RDMA WRITE
- * that comes while the program makes no verbs call at all (it spins on
- * memory) is placed all the same.
+ * Is the stream's socket in the engine's epoll set (/proc/self/fdinfo)?
+ * One small read: a slow look would itself keep the program from its
+ * input long enough for the engine to take the socket back. -1 if it
+ * cannot be read.
  */
-static void test_polled_then_quiet(void **state)
+static int watched(const struct watch *w)
 {
-	struct fx *f = *state;
-	struct info peer;
+	char path[64], line[256];
+	int in = 0, tfd;
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", w->epfd);
+	fp = fopen(path, "r");
+	if (!fp)
+		return -1;
+	while (fgets(line, sizeof(line), fp))
+		if (sscanf(line, "tfd: %d", &tfd) == 1 && tfd == w->sfd)
+			in = 1;
+	fclose(fp);
+	return in;
+}
+
+/*
+ * Else the test proves nothing of the path it is for. The engine mutes
+ * only a program that takes (nearly) all its input itself: on a host so
+ * loaded that its progress thread keeps taking it while the program is
+ * descheduled, it may not in time.
+ */
+static void skip_unmuted(struct fx *f, const char *when)
+{
+	kill(f->child, SIGKILL);
+	reap(f->child, 5000);
+	printf("SKIP (optional): the engine did not have the polled socket "
+	       "out of its epoll set %s: the host is too loaded for the "
+	       "path this test is for\n",
+	       when);
+	fflush(stdout);
+	_exit(77);
+}
+
+/*
+ * Starts a child in @mode (CH_PINGER or CH_BOTHWAYS) and answers its
+ * pings, polling, until the engine has taken the socket out of its epoll
+ * set (sock_mute, swiw_engine.c) and 2000 went by. CH_PINGER's ping-pong
+ * then stops with no receive left posted on either side; CH_BOTHWAYS's
+ * goes on, the socket out of the set at the last look. If that never
+ * comes within 30 s (a host so loaded that the progress thread keeps
+ * taking the input while the program is descheduled), the test cannot
+ * see the path it is for: it says so and exits 77 (optional). Returns
+ * the stream's socket.
+ */
+static int ping_until_muted(struct fx *f, enum child_mode mode,
+			    struct info *peer)
+{
+	/* CH_BOTHWAYS: the ping-pong goes on, and the latest look must
+	 * have found the socket out of the set. */
+	bool keep = mode == CH_BOTHWAYS, now_out = false;
 	struct ibv_wc wc[16];
-	uint8_t want[4096], seen[4096], ok = 1;
-	int n = 0, status, w, out_of_set = 0;
+	struct watch wt;
+	uint8_t ok = 1;
+	int n = 0, w, out_of_set = 0, i;
 	long end;
 
-	start(f, CH_PINGER, 1, &peer);
-	assert_int_equal(rt_post_recv(f->qp[0], 0, f->buf + (1u << 20), 64,
-				      f->mr->lkey),
-			 0);
+	start(f, mode, 1, peer);
+	/* CH_BOTHWAYS: room for the child's SENDs once they go unanswered,
+	 * posted now, while nothing is waited for. */
+	for (i = 0; i < (keep ? 1000 : 1); i++)
+		assert_int_equal(rt_post_recv(f->qp[0], 0, f->buf + (1u << 20),
+					      64, f->mr->lkey),
+				 0);
 	assert_int_equal(xfer(f->sock, &ok, 1, true), 0);
 	end = rt_now_ms() + 30000;
 	for (;;) {
@@ -803,17 +943,21 @@ static void test_polled_then_quiet(void **state)
 			break;
 		}
 		assert_int_equal(wc[0].status, IBV_WC_SUCCESS);
+		if (n == 0)
+			assert_true(watch_find(&wt));
 		if (++n % 25 == 0) {
-			w = watched_tcp();
+			w = watched(&wt);
 			assert_true(w >= 0);
 			out_of_set += !w;
+			now_out = !w;
 		}
 		/* Seen out of the set, or never: the last ping answered. */
-		stop = (out_of_set && n >= 2000) || rt_now_ms() >= end;
-		if (stop)
+		stop = ((keep ? now_out : out_of_set) && n >= 2000) ||
+		       rt_now_ms() >= end;
+		if (stop && !keep)
 			__atomic_store_n(&f->shared[CH_STOP], 1,
 					 __ATOMIC_RELEASE);
-		else
+		if (!stop || keep)
 			assert_int_equal(rt_post_recv(f->qp[0], 0,
 						      f->buf + (1u << 20), 64,
 						      f->mr->lkey),
@@ -824,22 +968,27 @@ static void test_polled_then_quiet(void **state)
 		if (stop)
 			break;
 	}
-	/*
-	 * Else this test proves nothing of the path it is for. The engine
-	 * mutes only a program that takes (nearly) all its input itself:
-	 * on a host so loaded that its progress thread keeps taking it
-	 * while the program is descheduled, it may not within the time.
-	 */
-	if (!out_of_set) {
-		kill(f->child, SIGKILL);
-		reap(f->child, 5000);
-		printf("SKIP (optional): the engine did not take the polled "
-		       "socket out of its epoll set in %d pings: the host is "
-		       "too loaded for the path this test is for\n",
-		       n);
-		fflush(stdout);
-		_exit(77);
-	}
+	if (!(keep ? now_out : out_of_set))
+		skip_unmuted(f, "in 2000 pings");
+	return wt.sfd;
+}
+
+/*
+ * A program that takes its messages by polling has its stream's socket
+ * out of the engine's epoll set; once it stops polling, the progress
+ * thread must hear the socket again: an RDMA WRITE that comes while the
+ * program makes no verbs call at all (it spins on memory) is placed all
+ * the same.
+ */
+static void test_polled_then_quiet(void **state)
+{
+	struct fx *f = *state;
+	struct info peer;
+	uint8_t want[4096], seen[4096], ok = 1;
+	int status;
+	long end;
+
+	ping_until_muted(f, CH_PINGER, &peer);
 	/* No verbs call from here on. */
 	assert_int_equal(xfer(f->sock, &ok, 1, true), 0);
 	rt_fill(want, sizeof(want), 91);
@@ -862,13 +1011,88 @@ static void test_polled_then_quiet(void **state)
 	f->child = 0;
 }
 
+/*
+ * A muted socket whose sends back up comes back into the epoll set, which
+ * alone reports transport room (the program's direct reads ask for input
+ * only): 32 MiB go out in SENDs of BW_LEN through a 16 KiB send buffer,
+ * from a program that took the socket out of the set by polling, while
+ * the child's small SENDs keep its input coming. Every WR completes, each
+ * side sees all of the other's. Without that return the transfer still
+ * ends: a lower half whose transmission waits soon stops reading too
+ * (its events owed), the input stops, and the mute lapses within
+ * SWIW_ENG_MUTE_HOLD_NS and a nap; the test covers the path, the time
+ * it saves is not asserted.
+ */
+static void test_polled_both_ways(void **state)
+{
+	struct fx *f = *state;
+	struct info peer;
+	struct ibv_wc wc[16];
+	struct ibv_sge big, sge;
+	int i, n, done = 0, posted = 0, status, fd, sndbuf = 16384;
+	uint8_t ok = 0;
+	long end;
+
+	fd = ping_until_muted(f, CH_BOTHWAYS, &peer);
+	/* A send buffer that fills at once, however fast the child reads:
+	 * the lower half waits for room from here on, muted. */
+	assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf,
+				    sizeof(sndbuf)),
+			 0);
+	big = (struct ibv_sge){ (uintptr_t)f->buf + (2u << 20), BW_LEN,
+				f->mr->lkey };
+	sge = (struct ibv_sge){ (uintptr_t)f->buf, BW_MARK, f->mr->lkey };
+	assert_int_equal(rt_post(f->qp[0], 0, IBV_WR_SEND, &sge,
+				 IBV_SEND_SIGNALED, 0, 0),
+			 0);
+	/* The child's SENDs taken as they come, unanswered. */
+	end = rt_now_ms() + 20000;
+	while (done < BW_SENDS && rt_now_ms() < end) {
+		/* A few at a time: a post's own pump of many would keep the
+		 * program from its input, and the engine would take the
+		 * socket back for that alone. */
+		if (posted < BW_SENDS && posted - done < 4)
+			assert_int_equal(rt_post(f->qp[0],
+						 BW_ID + (uint64_t)posted++,
+						 IBV_WR_SEND, &big,
+						 IBV_SEND_SIGNALED, 0, 0),
+					 0);
+		n = ibv_poll_cq(f->rcq, 16, wc);
+		assert_true(n >= 0);
+		for (i = 0; i < n; i++) {
+			assert_int_equal(wc[i].status, IBV_WC_SUCCESS);
+			assert_int_equal(rt_post_recv(f->qp[0], 0,
+						      f->buf + (1u << 20), 64,
+						      f->mr->lkey),
+					 0);
+		}
+		n = ibv_poll_cq(f->scq, 16, wc);
+		assert_true(n >= 0);
+		for (i = 0; i < n; i++) {
+			assert_int_equal(wc[i].status, IBV_WC_SUCCESS);
+			done += wc[i].wr_id >= BW_ID;
+		}
+	}
+	if (done < BW_SENDS)
+		fprintf(stderr, "%d of %d big SENDs completed in 20 s\n", done,
+			BW_SENDS);
+	assert_int_equal(done, BW_SENDS);
+	assert_int_equal(xfer(f->sock, &ok, 1, false), 0);
+	assert_int_equal(ok, 1);
+	assert_int_equal(reap(f->child, 0), -1);
+	kill(f->child, SIGKILL);
+	status = reap(f->child, 5000);
+	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	f->child = 0;
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		T(test_write_read_paused),     T(test_burst_quiet),
 		T(test_write_complete_at_end), T(test_peer_sigkill),
 		T(test_peer_sigkill_sender),   T(test_hundred_qps),
-		T(test_polled_then_quiet),
+		T(test_polled_then_quiet),     T(test_polled_both_ways),
 	};
 
 	if (argc > 1)
