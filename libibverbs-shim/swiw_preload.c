@@ -301,7 +301,9 @@ SWIW_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 /*
  * A swiw channel's wait moves the engine from the waiting thread (one
  * wake-up a message instead of the progress thread's and then this
- * one's); libibverbs's own read then takes the record.
+ * one's); libibverbs's own read then takes the record, unless the wait
+ * was handed it in memory (as that read would give it: the CQ and its
+ * context; swiw has no cq_event op for it to call).
  */
 SWIW_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel,
 				 struct ibv_cq **cq, void **cq_context)
@@ -311,8 +313,15 @@ SWIW_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel,
 	__typeof__(ibv_get_cq_event) *fn =
 		__atomic_load_n(&real, __ATOMIC_ACQUIRE);
 
-	if (channel && is_swiw_ctx(channel->context))
-		swiw->chan_wait(channel);
+	if (channel && is_swiw_ctx(channel->context)) {
+		struct ibv_cq *handed = swiw->chan_wait(channel);
+
+		if (handed) {
+			*cq = handed;
+			*cq_context = handed->cq_context;
+			return 0;
+		}
+	}
 	if (!fn) {
 		fn = (__typeof__(ibv_get_cq_event) *)swiw_real_sym(
 			"ibv_get_cq_event", "IBVERBS_1.1");

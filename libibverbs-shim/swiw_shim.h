@@ -16,7 +16,7 @@
 #include "verbs_abi.h"
 
 /* 2: the connection manager hooks (swiw_cm_*) were added at the end. */
-#define SWIW_SHIM_IFACE_VERSION 3
+#define SWIW_SHIM_IFACE_VERSION 4
 #define SWIW_SHIM_IFACE_SYMBOL "swiw_shim_iface"
 
 /*
@@ -112,11 +112,12 @@ struct swiw_shim_iface {
 	void (*cm_mark_ctx)(struct ibv_context *ctx);
 	void (*cm_mark_qp)(struct ibv_qp *qp);
 
-	/* Version 3: ibv_get_cq_event is about to read @ch, a channel of
+	/* Version 4: ibv_get_cq_event is about to read @ch, a channel of
 	 * create_comp_channel's; returns once the read will not block (or
 	 * the wait cannot be done there), having moved the engine from the
-	 * caller's thread meanwhile. */
-	void (*chan_wait)(struct ibv_comp_channel *ch);
+	 * caller's thread meanwhile. Non-NULL: the CQ of the record it was
+	 * handed in memory, which the read must not wait for. */
+	struct ibv_cq *(*chan_wait)(struct ibv_comp_channel *ch);
 };
 
 typedef const struct swiw_shim_iface *(*swiw_shim_iface_fn)(void);

@@ -178,6 +178,21 @@ struct swiw_comp_channel {
 	struct ibv_comp_channel ibv_ch;
 	int wfd; /* write end of ibv_ch.fd: 8-byte CQ pointers */
 	unsigned long posted; /* records written, for a waiter to see */
+	/*
+	 * A thread looking at the channel (swiw_engine_chan_wait) is handed
+	 * the next record in memory, not through the pipe: no write() for
+	 * the completion and no read() for ibv_get_cq_event. SWIW_LOOK_*;
+	 * @handed is the record's CQ once @look is SWIW_LOOK_HANDED.
+	 */
+	uint32_t look;
+	struct ibv_cq *handed;
+};
+
+enum {
+	SWIW_LOOK_NONE,
+	SWIW_LOOK_ACTIVE, /* one thread looks, and takes a record handed */
+	SWIW_LOOK_CLAIMED, /* a completion is handing one over */
+	SWIW_LOOK_HANDED
 };
 
 static inline struct swiw_device *to_swiw_dev(struct ibv_device *d)
@@ -293,7 +308,7 @@ void swiw_engine_sq_posted(struct swiw_qp *qp);
 uint64_t swiw_engine_poll(void);
 void swiw_engine_polled(int n, uint64_t now);
 void swiw_engine_armed(void);
-void swiw_engine_chan_wait(struct swiw_comp_channel *ch);
+struct ibv_cq *swiw_engine_chan_wait(struct swiw_comp_channel *ch);
 void swiw_engine_qp_access(struct swiw_qp *qp);
 
 /*
@@ -408,6 +423,6 @@ void swiw_post_async(struct swiw_context *ctx, enum ibv_event_type type,
 		     uint64_t element);
 struct ibv_comp_channel *swiw_create_comp_channel(struct ibv_context *ctx);
 int swiw_destroy_comp_channel(struct ibv_comp_channel *ch);
-void swiw_chan_wait(struct ibv_comp_channel *ch);
+struct ibv_cq *swiw_chan_wait(struct ibv_comp_channel *ch);
 
 #endif /* SWIW_H */

@@ -306,13 +306,13 @@ struct ibv_comp_channel *swiw_create_comp_channel(struct ibv_context *ctx)
  * before the read sleeps (swiw_engine_chan_wait). A channel the program
  * made non-blocking is its to poll, and the read answers at once.
  */
-void swiw_chan_wait(struct ibv_comp_channel *ibch)
+struct ibv_cq *swiw_chan_wait(struct ibv_comp_channel *ibch)
 {
 	int fl = fcntl(ibch->fd, F_GETFL);
 
 	if (fl < 0 || (fl & O_NONBLOCK))
-		return;
-	swiw_engine_chan_wait(
+		return NULL;
+	return swiw_engine_chan_wait(
 		swiw_container_of(ibch, struct swiw_comp_channel, ibv_ch));
 }
 

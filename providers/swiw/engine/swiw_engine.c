@@ -735,18 +735,24 @@ void swiw_engine_armed(void)
  * libibverbs's read. The look is not a poll of the program's: it leaves
  * the times the thread judges polling programs by alone.
  */
-void swiw_engine_chan_wait(struct swiw_comp_channel *ch)
+struct ibv_cq *swiw_engine_chan_wait(struct swiw_comp_channel *ch)
 {
 	struct pollfd p = { .fd = ch->ibv_ch.fd, .events = POLLIN };
 	struct timespec zero = { 0 };
+	uint32_t look = SWIW_LOOK_NONE;
+	struct ibv_cq *handed = NULL;
 	unsigned long posted;
-	bool got = false;
+	bool got = false, taker;
 	uint64_t until, now;
 	int cancel;
 
 	if (!eng_poll_mode || !__atomic_load_n(&eng_started, __ATOMIC_ACQUIRE))
-		return;
+		return NULL;
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
+	/* One looker at a time is handed records; others see the pipe's. */
+	taker = __atomic_compare_exchange_n(&ch->look, &look, SWIW_LOOK_ACTIVE,
+					    false, __ATOMIC_SEQ_CST,
+					    __ATOMIC_RELAXED);
 	__atomic_fetch_add(&eng_chan_waiters, 1, __ATOMIC_SEQ_CST);
 	/* The set this looks at must hear the helper again. */
 	if (__atomic_load_n(&helper_muted, __ATOMIC_SEQ_CST))
@@ -761,7 +767,23 @@ void swiw_engine_chan_wait(struct swiw_comp_channel *ch)
 	for (now = until - SWIW_ENG_SPIN_NS; !got && now < until;
 	     now = swiw_eng_now_ns()) {
 		poll_once(now);
-		got = __atomic_load_n(&ch->posted, __ATOMIC_ACQUIRE) != posted;
+		got = __atomic_load_n(&ch->posted, __ATOMIC_ACQUIRE) !=
+			      posted ||
+		      (taker && __atomic_load_n(&ch->look, __ATOMIC_RELAXED) !=
+					SWIW_LOOK_ACTIVE);
+	}
+	/* A completion that claimed the hand-over before this ends it
+	 * finishes it: its record is this look's. */
+	look = SWIW_LOOK_ACTIVE;
+	if (taker && !__atomic_compare_exchange_n(
+			     &ch->look, &look, SWIW_LOOK_NONE, false,
+			     __ATOMIC_SEQ_CST, __ATOMIC_ACQUIRE)) {
+		while (__atomic_load_n(&ch->look, __ATOMIC_ACQUIRE) !=
+		       SWIW_LOOK_HANDED)
+			sched_yield();
+		handed = ch->handed;
+		__atomic_store_n(&ch->look, SWIW_LOOK_NONE, __ATOMIC_RELEASE);
+		got = true;
 	}
 	/* Found: the program comes back for the next one soon. Not: it
 	 * sleeps in read(), and the sockets are the thread's again now. */
@@ -771,6 +793,7 @@ void swiw_engine_chan_wait(struct swiw_comp_channel *ch)
 	if (!got && __atomic_load_n(&thread_long_nap, __ATOMIC_SEQ_CST))
 		swiw_eng_doorbell();
 	pthread_setcancelstate(cancel, NULL);
+	return handed;
 }
 
 /*
@@ -1373,6 +1396,15 @@ static void cq_notify(struct swiw_cq *cq, const struct swiw_cqe *e)
 					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 		return;
 	sch = swiw_container_of(ch, struct swiw_comp_channel, ibv_ch);
+	armed = SWIW_LOOK_ACTIVE;
+	if (__atomic_compare_exchange_n(&sch->look, &armed, SWIW_LOOK_CLAIMED,
+					false, __ATOMIC_ACQ_REL,
+					__ATOMIC_RELAXED)) {
+		sch->handed = &cq->vcq.cq;
+		__atomic_store_n(&sch->look, SWIW_LOOK_HANDED,
+				 __ATOMIC_RELEASE);
+		return;
+	}
 	if (write(sch->wfd, &rec, sizeof(rec)) != sizeof(rec))
 		swiw_warn("completion channel full: a CQ event was lost");
 	else
