@@ -55,11 +55,11 @@ static int cqx_start_poll(struct ibv_cq_ex *cqx, struct ibv_poll_cq_attr *attr)
 	now = swiw_engine_poll();
 	pthread_spin_lock(&cq->poll_lock);
 	err = cqx_take(cqx);
+	/* One found: no longer waiting. */
 	if (err)
 		pthread_spin_unlock(&cq->poll_lock);
 	else
-		swiw_engine_polled(1,
-				   now); /* it found one: no longer waiting */
+		swiw_engine_polled(1, now);
 	return err;
 }
 

@@ -757,15 +757,14 @@ struct ibv_cq *swiw_engine_chan_wait(struct swiw_comp_channel *ch)
 	/* The set this looks at must hear the helper again. */
 	if (__atomic_load_n(&helper_muted, __ATOMIC_SEQ_CST))
 		swiw_eng_doorbell();
-	until = swiw_eng_now_ns();
-	__atomic_store_n(&last_look_ns, until, __ATOMIC_RELAXED);
-	until += SWIW_ENG_SPIN_NS;
+	now = swiw_eng_now_ns();
+	__atomic_store_n(&last_look_ns, now, __ATOMIC_RELAXED);
+	until = now + SWIW_ENG_SPIN_NS;
 	posted = __atomic_load_n(&ch->posted, __ATOMIC_ACQUIRE);
 	/* A record, or an error the read reports. */
 	if (ppoll(&p, 1, &zero, NULL) > 0)
 		got = true;
-	for (now = until - SWIW_ENG_SPIN_NS; !got && now < until;
-	     now = swiw_eng_now_ns()) {
+	for (; !got && now < until; now = swiw_eng_now_ns()) {
 		poll_once(now);
 		got = __atomic_load_n(&ch->posted, __ATOMIC_ACQUIRE) !=
 			      posted ||
@@ -1381,7 +1380,7 @@ static void cq_notify(struct swiw_cq *cq, const struct swiw_cqe *e)
 	struct ibv_comp_channel *ch = cq->vcq.cq.channel;
 	uint64_t rec = (uintptr_t)&cq->vcq.cq;
 	struct swiw_comp_channel *sch;
-	uint32_t armed;
+	uint32_t armed, look = SWIW_LOOK_ACTIVE;
 
 	if (!ch)
 		return;
@@ -1396,8 +1395,8 @@ static void cq_notify(struct swiw_cq *cq, const struct swiw_cqe *e)
 					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 		return;
 	sch = swiw_container_of(ch, struct swiw_comp_channel, ibv_ch);
-	armed = SWIW_LOOK_ACTIVE;
-	if (__atomic_compare_exchange_n(&sch->look, &armed, SWIW_LOOK_CLAIMED,
+	/* A thread looking at the channel takes it in memory. */
+	if (__atomic_compare_exchange_n(&sch->look, &look, SWIW_LOOK_CLAIMED,
 					false, __ATOMIC_ACQ_REL,
 					__ATOMIC_RELAXED)) {
 		sch->handed = &cq->vcq.cq;
