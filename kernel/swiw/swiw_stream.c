@@ -10,7 +10,10 @@
  *   thread to wake; rx_work does it instead when the stream was in use
  *   then, and reports the end of the stream. What reception did not take
  *   (event ring full) stays in TCP until the next doorbell. Responses
- *   that receive queued are sent by tx_work (sending may sleep);
+ *   that receive queued are sent by tx_work (sending may sleep), or, when
+ *   receive ran within a DOORBELL's own send (loopback, where the peer's
+ *   softirq runs inside the sender's sendmsg), by that DOORBELL once its
+ *   send is done (the kick): a Read's round trip wakes no worker;
  * - transmit: DOORBELL runs swiw_lower_tx() in the caller's context; when
  *   it waits for room, write_space queues tx_work to go on;
  * - DETACH and release() give the socket its callbacks back, cancel the
@@ -29,6 +32,8 @@
  */
 #include <linux/net.h>
 #include <linux/file.h>
+#include <linux/llist.h>
+#include <linux/percpu.h>
 #include <linux/sched/signal.h>
 #include <linux/skbuff.h>
 #include <linux/slab.h>
@@ -50,6 +55,16 @@
 
 /* Octets one rx_work run feeds before it yields the worker. */
 #define SWIW_RX_BUDGET (1U << 20)
+/* Rounds of transmits a DOORBELL runs for the streams its sends made
+ * due (the kick). Each round's sends may make more due: the requester's
+ * next Read Requests once responses free its ORD, and their responses
+ * after them, so a chain would carry a whole bulk transfer inside one
+ * ioctl. One round answers what the DOORBELL's own send asked; what that
+ * answer makes due goes to tx_work. */
+#define SWIW_KICK_ROUNDS 1
+/* Response octets a DOORBELL sends for another stream at most: a large
+ * Read is answered by tx_work, so that no post waits for its copy. */
+#define SWIW_KICK_MAX (64U << 10)
 
 struct swiw_kstream {
 	refcount_t ref; /* the table's, and each command in progress */
@@ -75,6 +90,11 @@ struct swiw_kstream {
 	void (*saved_error_report)(struct sock *sk);
 	struct work_struct rx_work;
 	struct work_struct tx_work;
+	/* In a DOORBELL's kick list (bit 0), and the DOORBELLs that hold it
+	 * to send (kick_users), which teardown waits out. */
+	unsigned long kicked;
+	atomic_t kick_users;
+	struct llist_node kick_node;
 	struct kvec kvec[ARRAY_SIZE(((struct swiw_lower *)NULL)->biov)];
 	struct swiw_lower lower; /* large: the stream is kvzalloc'd */
 };
@@ -243,6 +263,117 @@ static void swiw_tx_work(struct work_struct *w)
 	if (!s->dead)
 		swiw_stream_tx(s);
 	swiw_stream_unclaim(s);
+}
+
+/*
+ * The kick. A DOORBELL's sendmsg on loopback runs the receiving socket's
+ * softirq inline, in the sending task: a Read Request's data_ready there
+ * makes the Read Response due, which softirq cannot send. Rather than
+ * wake tx_work on another CPU (an idle one's wake-up is most of a Read's
+ * round trip), data_ready hands the stream to that DOORBELL, which sends
+ * the response when its own send is done, and the response's softirq
+ * places it at the requester before the requester's ioctl even returns.
+ * Small responses only (SWIW_KICK_MAX), one round (SWIW_KICK_ROUNDS).
+ * swiw_kick_task on a CPU names the task in a DOORBELL's window there:
+ * a receive that finds itself running in that task (current) is inside
+ * the window, so the window's list, on that task's stack, is alive.
+ */
+struct swiw_kick {
+	struct llist_head list;
+};
+static DEFINE_PER_CPU(struct task_struct *, swiw_kick_task);
+static DEFINE_PER_CPU(struct swiw_kick *, swiw_kick_list);
+
+/* Opens the caller's window on this CPU; returns the CPU. */
+static int swiw_kick_open(struct swiw_kick *k)
+{
+	int cpu = get_cpu();
+
+	init_llist_head(&k->list);
+	/* The list first: a softirq between the two stores must not pair
+	 * this task with another window's list. */
+	per_cpu(swiw_kick_list, cpu) = k;
+	barrier();
+	per_cpu(swiw_kick_task, cpu) = current;
+	put_cpu();
+	return cpu;
+}
+
+/*
+ * Owned (receive, in data_ready): true if @s's due transmit was handed to
+ * the DOORBELL this runs within. Another task's slot (this one migrated,
+ * or another opened a window here since) or none: tx_work sends it.
+ */
+static bool swiw_kick_defer(struct swiw_kstream *s)
+{
+	struct swiw_kick *k;
+
+	if (this_cpu_read(swiw_kick_task) != current || s->dead)
+		return false;
+	k = this_cpu_read(swiw_kick_list);
+	/* Set: in a list still, whose DOORBELL sends it all. */
+	if (!test_and_set_bit(0, &s->kicked)) {
+		atomic_inc(&s->kick_users);
+		llist_add(&s->kick_node, &k->list);
+	}
+	return true;
+}
+
+/* Out of the list before it is sent: a receive meanwhile hands it anew. */
+static void swiw_kick_take(struct swiw_kstream *s)
+{
+	clear_bit(0, &s->kicked);
+	smp_mb__after_atomic();
+}
+
+static void swiw_kick_put(struct swiw_kstream *s)
+{
+	/* @s may be gone after the decrement: wake_up_var only hashes. */
+	if (atomic_dec_and_test(&s->kick_users))
+		wake_up_var(&s->kick_users);
+}
+
+/*
+ * Sends what the window's list holds, round after round, then closes the
+ * window (@cpu: where it was opened); whatever comes after the last round
+ * goes to tx_work. A stream is taken off (its bit cleared) only as its
+ * turn comes: one later in the chain stays in the list meanwhile, so a
+ * receive cannot relink it under the walk.
+ */
+static void swiw_kick_close(struct swiw_kick *k, int cpu)
+{
+	struct swiw_kstream *s, *t;
+	struct llist_node *n;
+	int round;
+
+	for (round = 0; round <= SWIW_KICK_ROUNDS; round++) {
+		n = llist_reverse_order(llist_del_all(&k->list));
+		if (!n)
+			break;
+		llist_for_each_entry_safe(s, t, n, kick_node)
+		{
+			swiw_kick_take(s);
+			if (round < SWIW_KICK_ROUNDS) {
+				swiw_stream_claim(s);
+				if (!s->dead)
+					swiw_stream_tx(s);
+				swiw_stream_unclaim(s);
+			} else if (!READ_ONCE(s->dead)) {
+				queue_work(swiw_wq, &s->tx_work);
+			}
+			swiw_kick_put(s);
+		}
+	}
+	/* Only this task adds, in its window: nothing comes after this. */
+	cmpxchg(per_cpu_ptr(&swiw_kick_task, cpu), current, NULL);
+	n = llist_del_all(&k->list);
+	llist_for_each_entry_safe(s, t, n, kick_node)
+	{
+		swiw_kick_take(s);
+		if (!WARN_ON_ONCE(READ_ONCE(s->dead)))
+			queue_work(swiw_wq, &s->tx_work);
+		swiw_kick_put(s);
+	}
 }
 
 /* --- receive --------------------------------------------------------- */
@@ -447,7 +578,10 @@ static void swiw_stream_rx_here(struct swiw_kstream *s)
 
 	if (!swiw_lower_rx_done(&s->lower) && !swiw_lower_stalled(&s->lower))
 		rx = swiw_stream_feed(s, &fed);
-	tx = swiw_lower_tx_due(&s->lower);
+	tx = swiw_lower_tx_due(&s->lower) &&
+	     !(swiw_lower_resp_octets(&s->lower, SWIW_KICK_MAX) <=
+		       SWIW_KICK_MAX &&
+	       swiw_kick_defer(s));
 	if (swiw_stream_unbusy(s) || rx)
 		queue_work(swiw_wq, &s->rx_work);
 	if (tx)
@@ -673,6 +807,8 @@ static void swiw_stream_teardown(struct swiw_kstream *s)
 	swiw_stream_unclaim(s);
 	cancel_work_sync(&s->rx_work);
 	cancel_work_sync(&s->tx_work);
+	/* A DOORBELL that was handed it (the kick) is done with it. */
+	wait_var_event(&s->kick_users, !atomic_read(&s->kick_users));
 
 	swiw_stream_claim(s);
 	swiw_lower_fini(&s->lower);
@@ -858,8 +994,9 @@ static int swiw_stream_doorbell(struct swiw_kstream *s)
 int swiw_stream_cmd(struct swiw_kfile *f, unsigned int cmd, void __user *arg)
 {
 	struct swiw_ioc_stream req;
+	struct swiw_kick kick;
 	struct swiw_kstream *s;
-	int ret;
+	int ret, cpu;
 
 	if (copy_from_user(&req, arg, sizeof(req)))
 		return -EFAULT;
@@ -883,8 +1020,10 @@ int swiw_stream_cmd(struct swiw_kfile *f, unsigned int cmd, void __user *arg)
 	s = swiw_stream_get(f, req.stream_id);
 	if (!s)
 		return -EINVAL;
+	cpu = swiw_kick_open(&kick);
 	ret = swiw_stream_doorbell(s);
 	swiw_stream_put(s);
+	swiw_kick_close(&kick, cpu);
 	return ret;
 }
 

@@ -362,6 +362,21 @@ static inline bool swiw_lower_tx_due(const struct swiw_lower *l)
 	return !l->tx_failed && (l->resp_busy || l->resp_cut != l->resp_tail);
 }
 
+/*
+ * Payload octets of the responses swiw_lower_tx_due() names, counted
+ * until they pass @max: whether they are few enough to send at once
+ * from where they became due, rather than handed to a worker.
+ */
+static inline u64 swiw_lower_resp_octets(const struct swiw_lower *l, u64 max)
+{
+	u64 n = 0;
+	u32 k;
+
+	for (k = l->resp_cut; k != l->resp_tail && n <= max; k++)
+		n += l->resp[k % SWIW_MAX_IRD].msg.len;
+	return n;
+}
+
 /* An event is posted that the consumer has not taken (for poll()). */
 bool swiw_lower_events_pending(const struct swiw_lower *l);
 
