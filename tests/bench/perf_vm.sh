@@ -12,7 +12,8 @@
 # the boots (perf_vm_agg.py), --csv and --plot (gnuplot; rendered for
 # .svg/.png when gnuplot is installed) write them. NAME=VALUE goes to the
 # guest: PERF_BW_SIZES, PERF_LAT_SIZES, PERF_WLAT_SIZES, PERF_BW_ITERS,
-# PERF_LAT_ITERS. A benchmark, not a test.
+# PERF_LAT_ITERS, PERF_PIN=1 (servers on CPU 1, clients on CPU 0). A
+# benchmark, not a test.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 BUILD=${SWIW_BUILD:-}
@@ -23,7 +24,7 @@ while [ $# -gt 0 ]; do
 	--boots) BOOTS=$2; shift 2 ;;
 	--csv) CSV=$2; shift 2 ;;
 	--plot) PLOT=$2; shift 2 ;;
-	-h | --help) sed -n '3,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '3,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*=*) envs+=(--env "$1"); shift ;;
 	*) echo "perf_vm: unknown argument $1" >&2; exit 2 ;;
 	esac

@@ -9,6 +9,9 @@
 #  - the kernel's rxe (Debian's rdma_rxe), rxe0 on another dummy link
 #    (10.9.0.1), through rdma_cm;
 # and tcp_ref doing the same transfer over loopback, all in the same boot.
+# PERF_PIN=1 runs each server on CPU 1 and each client on CPU 0 (taskset;
+# threads inherit it), the figures of a CPU that is not shared between
+# the two sides, which the scheduler otherwise decides run by run.
 # Prints two tables, each row with the kernel helper's ratio to TCP and to
 # siw and issue 15's aim for it: at least siw's bandwidth, at most siw's
 # latency. Figures, not a test: QEMU TCG emulates every instruction, so the
@@ -28,6 +31,11 @@ SIW_ADDR=10.9.1.1
 RXE_ADDR=10.9.0.1
 PORT=20000
 T_LIMIT=120
+SRV_PIN=() CLI_PIN=()
+if [ "${PERF_PIN:-0}" = 1 ]; then
+	[ "$(nproc)" -ge 2 ] || fail "PERF_PIN=1 needs 2 CPUs"
+	SRV_PIN=(taskset -c 1) CLI_PIN=(taskset -c 0)
+fi
 
 # pair FIELD ADDR CMD... -- ARGS...: one server/client run of CMD ARGS on
 # a fresh port, the client to ADDR; prints FIELD of the client's last
@@ -54,8 +62,8 @@ pair() {
 			awk -v w=$(((e - s) / 1000000)) "
 				function ms(t) { split(t, a, /[ms]/); return (a[1] * 60 + a[2]) * 1000 }
 				NR == 2 { printf \"%.0f %d\n\", ms(\$1) + ms(\$2), w }" "$1.t" >"$1"
-			exit $r' _ "$T_TMP/srv.cpu" "${cmd[@]}" "$@" -p "$PORT"; then
-			out=$(bounded "${cmd[@]}" "$@" -p "$PORT" "$addr" 2>&1)
+			exit $r' _ "$T_TMP/srv.cpu" "${SRV_PIN[@]}" "${cmd[@]}" "$@" -p "$PORT"; then
+			out=$(bounded "${CLI_PIN[@]}" "${cmd[@]}" "$@" -p "$PORT" "$addr" 2>&1)
 			served
 		else
 			out=$(cat "$T_TMP/srv.out" "$T_TMP/srv.err")
@@ -187,7 +195,7 @@ cpu_table() {
 	done
 }
 
-echo "== swiw in the VM lab: guest $(uname -r), $(nproc) vCPUs, QEMU TCG =="
+echo "== swiw in the VM lab: guest $(uname -r), $(nproc) vCPUs, QEMU TCG$([ ${#SRV_PIN[@]} -eq 0 ] || echo ", servers on CPU 1, clients on CPU 0") =="
 # shellcheck disable=SC2086 # sizes are words
 table bw "ib_write_bw, BW average [MB/s]" ge $BW_SIZES
 # shellcheck disable=SC2086 # sizes are words
