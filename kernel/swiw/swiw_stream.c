@@ -278,18 +278,15 @@ static void swiw_tx_work(struct work_struct *w)
  * a receive that finds itself running in that task (current) is inside
  * the window, so the window's list, on that task's stack, is alive.
  */
-struct swiw_kick {
-	struct llist_head list;
-};
 static DEFINE_PER_CPU(struct task_struct *, swiw_kick_task);
-static DEFINE_PER_CPU(struct swiw_kick *, swiw_kick_list);
+static DEFINE_PER_CPU(struct llist_head *, swiw_kick_list);
 
 /* Opens the caller's window on this CPU; returns the CPU. */
-static int swiw_kick_open(struct swiw_kick *k)
+static int swiw_kick_open(struct llist_head *k)
 {
 	int cpu = get_cpu();
 
-	init_llist_head(&k->list);
+	init_llist_head(k);
 	/* The list first: a softirq between the two stores must not pair
 	 * this task with another window's list. */
 	per_cpu(swiw_kick_list, cpu) = k;
@@ -306,15 +303,12 @@ static int swiw_kick_open(struct swiw_kick *k)
  */
 static bool swiw_kick_defer(struct swiw_kstream *s)
 {
-	struct swiw_kick *k;
-
 	if (this_cpu_read(swiw_kick_task) != current || s->dead)
 		return false;
-	k = this_cpu_read(swiw_kick_list);
 	/* Set: in a list still, whose DOORBELL sends it all. */
 	if (!test_and_set_bit(0, &s->kicked)) {
 		atomic_inc(&s->kick_users);
-		llist_add(&s->kick_node, &k->list);
+		llist_add(&s->kick_node, this_cpu_read(swiw_kick_list));
 	}
 	return true;
 }
@@ -335,42 +329,40 @@ static void swiw_kick_put(struct swiw_kstream *s)
 
 /*
  * Sends what the window's list holds, round after round, then closes the
- * window (@cpu: where it was opened); whatever comes after the last round
- * goes to tx_work. A stream is taken off (its bit cleared) only as its
- * turn comes: one later in the chain stays in the list meanwhile, so a
- * receive cannot relink it under the walk.
+ * window (@cpu: where it was opened) and leaves what is still listed to
+ * tx_work. A stream is taken off (its bit cleared) only as its turn
+ * comes: one later in the chain stays in the list meanwhile, so a receive
+ * cannot relink it under the walk. Every queue_work here comes before
+ * the stream's kick_users drops, so teardown's cancel, which waits for
+ * kick_users first, catches it.
  */
-static void swiw_kick_close(struct swiw_kick *k, int cpu)
+static void swiw_kick_close(struct llist_head *k, int cpu)
 {
 	struct swiw_kstream *s, *t;
 	struct llist_node *n;
 	int round;
 
-	for (round = 0; round <= SWIW_KICK_ROUNDS; round++) {
-		n = llist_reverse_order(llist_del_all(&k->list));
+	for (round = 0; round < SWIW_KICK_ROUNDS; round++) {
+		n = llist_reverse_order(llist_del_all(k));
 		if (!n)
 			break;
 		llist_for_each_entry_safe(s, t, n, kick_node)
 		{
 			swiw_kick_take(s);
-			if (round < SWIW_KICK_ROUNDS) {
-				swiw_stream_claim(s);
-				if (!s->dead)
-					swiw_stream_tx(s);
-				swiw_stream_unclaim(s);
-			} else if (!READ_ONCE(s->dead)) {
-				queue_work(swiw_wq, &s->tx_work);
-			}
+			swiw_stream_claim(s);
+			if (!s->dead)
+				swiw_stream_tx(s);
+			swiw_stream_unclaim(s);
 			swiw_kick_put(s);
 		}
 	}
 	/* Only this task adds, in its window: nothing comes after this. */
 	cmpxchg(per_cpu_ptr(&swiw_kick_task, cpu), current, NULL);
-	n = llist_del_all(&k->list);
+	n = llist_del_all(k);
 	llist_for_each_entry_safe(s, t, n, kick_node)
 	{
 		swiw_kick_take(s);
-		if (!WARN_ON_ONCE(READ_ONCE(s->dead)))
+		if (!READ_ONCE(s->dead))
 			queue_work(swiw_wq, &s->tx_work);
 		swiw_kick_put(s);
 	}
@@ -805,10 +797,11 @@ static void swiw_stream_teardown(struct swiw_kstream *s)
 	swiw_stream_claim(s);
 	s->dead = true;
 	swiw_stream_unclaim(s);
+	/* A DOORBELL that was handed it (the kick) is done with it, and has
+	 * queued what it left, before the cancels. */
+	wait_var_event(&s->kick_users, !atomic_read(&s->kick_users));
 	cancel_work_sync(&s->rx_work);
 	cancel_work_sync(&s->tx_work);
-	/* A DOORBELL that was handed it (the kick) is done with it. */
-	wait_var_event(&s->kick_users, !atomic_read(&s->kick_users));
 
 	swiw_stream_claim(s);
 	swiw_lower_fini(&s->lower);
@@ -994,7 +987,7 @@ static int swiw_stream_doorbell(struct swiw_kstream *s)
 int swiw_stream_cmd(struct swiw_kfile *f, unsigned int cmd, void __user *arg)
 {
 	struct swiw_ioc_stream req;
-	struct swiw_kick kick;
+	struct llist_head kick;
 	struct swiw_kstream *s;
 	int ret, cpu;
 

@@ -418,6 +418,14 @@ static int op_read(struct ep *e, void *sink, uint32_t sink_stag, uint32_t len,
 	return send_msg(e, &m, NULL, 0, 1U << 16, 0, false);
 }
 
+/* @ev is the segment event of a Read Response. */
+static bool is_read_resp(const struct swiw_rxev *ev)
+{
+	return ev->type == SWIW_RXEV_SEGMENT &&
+	       ev->hdr_len >= sizeof(struct ddp_tagged_hdr) &&
+	       (ev->hdr[1] & 0xf) == RDMAP_READ_RESP;
+}
+
 /* A READ, to completion: the Read Response event names the sink. */
 static int read_wait(struct ep *e, void *sink, uint32_t sink_stag, uint32_t len,
 		     uint32_t rkey, uint64_t raddr)
@@ -427,8 +435,7 @@ static int read_wait(struct ep *e, void *sink, uint32_t sink_stag, uint32_t len,
 
 	while (!err) {
 		err = want_event(e, SWIW_RXEV_SEGMENT, &ev);
-		if (!err && ev.hdr_len >= sizeof(struct ddp_tagged_hdr) &&
-		    (ev.hdr[1] & 0xf) == RDMAP_READ_RESP) {
+		if (!err && is_read_resp(&ev)) {
 			uint32_t stag = (uint32_t)ev.hdr[2] << 24 |
 					(uint32_t)ev.hdr[3] << 16 |
 					(uint32_t)ev.hdr[4] << 8 | ev.hdr[5];
@@ -979,9 +986,7 @@ static bool read_resp(struct ep *e, int ms)
 	struct swiw_rxev ev;
 
 	while (!get_event(e, &ev, ms)) {
-		if (ev.type == SWIW_RXEV_SEGMENT &&
-		    ev.hdr_len >= sizeof(struct ddp_tagged_hdr) &&
-		    (ev.hdr[1] & 0xf) == RDMAP_READ_RESP)
+		if (is_read_resp(&ev))
 			return true;
 		if (ev.type != SWIW_RXEV_SENT)
 			return false;
