@@ -1067,6 +1067,34 @@ static bool sock_unmute(bool wait)
 }
 
 /*
+ * epoll_pwait2 (Linux 5.11) waits to the nanosecond. A kernel without it
+ * (ENOSYS: an older one, or valgrind's) gets a ppoll of the epoll file,
+ * as precise, then epoll_wait for what the file holds: without this the
+ * thread would never hear its set, and a program blocked on a channel
+ * would wait for ever.
+ */
+static int eng_epoll_wait(struct epoll_event *evs, int max,
+			  const struct timespec *tp)
+{
+	static bool no_pwait2;
+	struct pollfd p = { .fd = eng_epfd, .events = POLLIN };
+	int n;
+
+	if (!__atomic_load_n(&no_pwait2, __ATOMIC_RELAXED)) {
+		n = epoll_pwait2(eng_epfd, evs, max, tp, NULL);
+		if (n >= 0 || errno != ENOSYS)
+			return n;
+		__atomic_store_n(&no_pwait2, true, __ATOMIC_RELAXED);
+		swiw_info("no epoll_pwait2 in this kernel: ppoll, then "
+			  "epoll_wait");
+	}
+	n = ppoll(&p, 1, tp, NULL);
+	if (n <= 0)
+		return n;
+	return epoll_wait(eng_epfd, evs, max, 0);
+}
+
+/*
  * The thread waits on its epoll set until @until (UINT64_MAX: no time
  * limit), and says so in thread_wake_ns for wake_for_timers. A poller
  * that handled events since @seen_gen was taken may have set a deadline
@@ -1091,7 +1119,7 @@ static int thread_wait(struct epoll_event *evs, uint64_t now, uint64_t until,
 		t.tv_nsec = (long)(ns % 1000000000u);
 		tp = &t;
 	}
-	n = epoll_pwait2(eng_epfd, evs, 64, tp, NULL);
+	n = eng_epoll_wait(evs, 64, tp);
 	*woke = swiw_eng_now_ns();
 	__atomic_store_n(&thread_wake_ns, 0, __ATOMIC_RELAXED);
 	return n;
@@ -1205,8 +1233,7 @@ static void *eng_main(void *arg)
 				placed = false;
 				n = -1;
 				if (sock_unmute(false))
-					n = epoll_pwait2(eng_epfd, evs, 64,
-							 &nap, NULL);
+					n = eng_epoll_wait(evs, 64, &nap);
 				woke = swiw_eng_now_ns();
 				if (n > 0 && app_waits(woke))
 					continue; /* its own poll takes them */
