@@ -69,6 +69,10 @@ typedef __s64 s64;
 #define __packed __attribute__((packed))
 #endif
 
+#ifndef __always_inline
+#define __always_inline inline __attribute__((__always_inline__))
+#endif
+
 #ifndef likely
 #define likely(x) __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
