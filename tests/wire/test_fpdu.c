@@ -438,6 +438,8 @@ static void push3(struct swiw_fpdu_rx *rx, const struct stream *s, u32 a, u32 b,
  * placed straight at its final offset in the destination, in chunks of
  * random size.
  */
+static u32 heads; /* swiw_fpdu_rx_head() took a head (pull_all) */
+
 static void pull_all(struct swiw_fpdu_rx *rx, const struct stream *s,
 		     struct rec *r, u32 max_chunk)
 {
@@ -449,6 +451,21 @@ static void pull_all(struct swiw_fpdu_rx *rx, const struct stream *s,
 	while (i < s->wire_len) {
 		assert_int_equal(swiw_fpdu_rx_next(rx, &step), 0);
 		k = 1 + rnd() % max_chunk; /* once: SWIW_MIN repeats it */
+		if (step.kind == SWIW_FPDU_RX_BUFFERED && (rnd() & 1)) {
+			/* the length and head at once, where they fit */
+			k = SWIW_MIN(k, s->wire_len - i);
+			k = swiw_fpdu_rx_head(rx, s->wire + i, k, &ev);
+			if (k) {
+				heads++;
+				assert_int_equal(ev, SWIW_FPDU_EV_HDR);
+				i += k;
+				rec_hdr(r, rx);
+				continue;
+			}
+			assert_int_equal(ev, 0);
+			assert_int_equal(swiw_fpdu_rx_next(rx, &step), 0);
+			k = 1 + rnd() % max_chunk;
+		}
 		k = SWIW_MIN(k, step.len);
 		k = SWIW_MIN(k, s->wire_len - i);
 		if (step.kind == SWIW_FPDU_RX_PAYLOAD) {
@@ -514,8 +531,14 @@ static void test_round_trip(void **state)
 
 			rx_setup(&rx, pos, markers, crc);
 			rec_reset(r);
+			heads = 0;
 			pull_all(&rx, s, r, 1 + rnd() % 700);
 			rec_check(r, s);
+			/* Heads taken at once, without markers only. */
+			if (markers)
+				assert_int_equal(heads, 0);
+			else
+				assert_true(heads > 0);
 		}
 	stream_free(s);
 	rec_free(r);

@@ -211,6 +211,8 @@ int swiw_fpdu_rx_init(struct swiw_fpdu_rx *rx,
 int swiw_fpdu_rx_next(struct swiw_fpdu_rx *rx, struct swiw_fpdu_rx_step *step);
 int swiw_fpdu_rx_advance(struct swiw_fpdu_rx *rx, const void *data, u32 n,
 			 unsigned int *ev);
+u32 swiw_fpdu_rx_head(struct swiw_fpdu_rx *rx, const void *data, u32 avail,
+		      unsigned int *ev);
 
 /* Valid from SWIW_FPDU_EV_HDR to the next FPDU's first octet. */
 static inline u32 swiw_fpdu_rx_ulpdu_len(const struct swiw_fpdu_rx *rx)

@@ -159,6 +159,16 @@ static u32 swiw_rx_trailer_len(const struct swiw_fpdu_rx *rx)
 	return swiw_mpa_pad(rx->ulpdu_len) + MPA_CRC_SIZE;
 }
 
+/* The head is in: on to the payload, or (none) the trailer. */
+static void swiw_rx_head_done(struct swiw_fpdu_rx *rx, unsigned int *ev)
+{
+	*ev = SWIW_FPDU_EV_HDR;
+	if (rx->ulpdu_len > rx->hdr_len)
+		swiw_rx_part(rx, SWIW_RX_PAYLOAD, rx->ulpdu_len - rx->hdr_len);
+	else
+		swiw_rx_part(rx, SWIW_RX_TRAILER, swiw_rx_trailer_len(rx));
+}
+
 /* PAD and CRC are in: check the CRC, start the next FPDU. */
 static int swiw_rx_end(struct swiw_fpdu_rx *rx, unsigned int *ev)
 {
@@ -246,13 +256,7 @@ int swiw_fpdu_rx_advance(struct swiw_fpdu_rx *rx, const void *data, u32 n,
 		return 0;
 	switch (rx->part) {
 	case SWIW_RX_HDR:
-		*ev = SWIW_FPDU_EV_HDR;
-		if (rx->ulpdu_len > rx->hdr_len)
-			swiw_rx_part(rx, SWIW_RX_PAYLOAD,
-				     rx->ulpdu_len - rx->hdr_len);
-		else
-			swiw_rx_part(rx, SWIW_RX_TRAILER,
-				     swiw_rx_trailer_len(rx));
+		swiw_rx_head_done(rx, ev);
 		return 0;
 	case SWIW_RX_PAYLOAD:
 		swiw_rx_part(rx, SWIW_RX_TRAILER, swiw_rx_trailer_len(rx));
@@ -260,6 +264,47 @@ int swiw_fpdu_rx_advance(struct swiw_fpdu_rx *rx, const void *data, u32 n,
 	default:
 		return swiw_rx_end(rx, ev);
 	}
+}
+
+/*
+ * swiw_fpdu_rx_head - take an FPDU's length and head in one step
+ * @rx: the deframer, at the first octet of an FPDU
+ * @data: the next @avail octets of the stream
+ * @avail: how many
+ * @ev: set to SWIW_FPDU_EV_HDR when octets were taken, else 0
+ *
+ * What swiw_fpdu_rx_advance() does for the LEN and the HDR steps, in one
+ * call, when @data holds both and no marker falls among them: the common
+ * case of a stream read in large pieces. A length the deframer would
+ * refuse is left to the steps, which fail at its octets.
+ *
+ * Returns the octets taken: 0 (none; take the steps) or MPA_HDR_SIZE plus
+ * the head's length.
+ */
+u32 swiw_fpdu_rx_head(struct swiw_fpdu_rx *rx, const void *data, u32 avail,
+		      unsigned int *ev)
+{
+	const u8 *p = data;
+	u32 len, n;
+
+	*ev = 0;
+	if (rx->violation != SWIW_V_NONE || rx->part != SWIW_RX_LEN ||
+	    rx->got || rx->markers || avail < MPA_HDR_SIZE)
+		return 0;
+	len = swiw_get_be16(p);
+	if (len < rx->min_ulpdu || len > rx->max_ulpdu)
+		return 0;
+	n = MPA_HDR_SIZE + SWIW_MIN(len, (u32)rx->peek);
+	if (avail < n)
+		return 0;
+	memcpy(rx->hb, p, n);
+	if (rx->crc)
+		rx->crc_acc = swiw_crc32c(rx->crc_acc, p, n);
+	rx->pos += n;
+	rx->ulpdu_len = len;
+	rx->hdr_len = (u8)(n - MPA_HDR_SIZE);
+	swiw_rx_head_done(rx, ev);
+	return n;
 }
 
 /*

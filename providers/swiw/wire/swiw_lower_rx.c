@@ -236,7 +236,8 @@ static void post_rqe(struct swiw_lower *l, u16 flags, u64 len)
  */
 #define RX_SMALL_RUN 4
 
-static void on_hdr(struct swiw_lower *l)
+/* @defer: the head's payload octets go with the payload step's (rx_feed). */
+static void on_hdr(struct swiw_lower *l, bool defer)
 {
 	enum swiw_violation v = SWIW_V_NONE;
 	u32 hl, ulen = swiw_fpdu_rx_ulpdu_len(&l->frx);
@@ -264,7 +265,7 @@ static void on_hdr(struct swiw_lower *l)
 	/* The RTR's zero-length Write is no Write of the ULP's. */
 	l->rtr_write = l->cfg.rtr_event && !l->first_seen &&
 		       l->seg.opcode == RDMAP_WRITE && !l->seg.payload_len;
-	if (hl > l->seg.hdr_len)
+	if (hl > l->seg.hdr_len && !defer)
 		place(l, 0, h, hl);
 }
 
@@ -443,6 +444,19 @@ static void rx_broken(struct swiw_lower *l)
  * @placed: payload already in its destination. False once reception
  * ended.
  */
+/* The deframer's events @ev (@defer: see on_hdr); false once reception
+ * ended. */
+static bool rx_events(struct swiw_lower *l, unsigned int ev, bool defer)
+{
+	if (ev & SWIW_FPDU_EV_HDR)
+		on_hdr(l, defer);
+	if (!l->rx_done && (ev & SWIW_FPDU_EV_END)) {
+		on_end(l);
+		l->rx_mid = false;
+	}
+	return !l->rx_done;
+}
+
 static bool rx_take(struct swiw_lower *l, const struct swiw_fpdu_rx_step *st,
 		    const u8 *p, u32 n, bool placed)
 {
@@ -454,21 +468,22 @@ static bool rx_take(struct swiw_lower *l, const struct swiw_fpdu_rx_step *st,
 		rx_broken(l);
 		return false;
 	}
-	if (ev & SWIW_FPDU_EV_HDR)
-		on_hdr(l);
-	if (!l->rx_done && (ev & SWIW_FPDU_EV_END)) {
-		on_end(l);
-		l->rx_mid = false;
-	}
-	return !l->rx_done;
+	return rx_events(l, ev, false);
 }
 
-/* Feeds @len octets; returns those taken. */
+/*
+ * Feeds @len octets; returns those taken. An FPDU's length and head come
+ * in one step where the buffer holds them (swiw_fpdu_rx_head), and when
+ * its payload follows in the same buffer, the head's payload octets are
+ * placed with it, in one copy: @head counts them until then.
+ */
 static size_t rx_feed(struct swiw_lower *l, const u8 *p, size_t len)
 {
 	struct swiw_fpdu_rx_step st;
 	size_t left = len;
-	u32 n;
+	unsigned int ev;
+	u32 n, hl, head = 0;
+	bool placed;
 
 	while (left && !l->rx_done && !l->stalled && rx_reserve(l)) {
 		if (swiw_fpdu_rx_next(&l->frx, &st)) {
@@ -476,7 +491,35 @@ static size_t rx_feed(struct swiw_lower *l, const u8 *p, size_t len)
 			break;
 		}
 		n = (u32)SWIW_MIN((size_t)st.len, left);
-		if (!rx_take(l, &st, p, n, false)) {
+		if (!head && st.kind == SWIW_FPDU_RX_BUFFERED) {
+			n = swiw_fpdu_rx_head(&l->frx, p,
+					      (u32)SWIW_MIN(left, (size_t)~0u),
+					      &ev);
+			if (n) {
+				hl = n - MPA_HDR_SIZE;
+				if (left > n &&
+				    swiw_fpdu_rx_ulpdu_len(&l->frx) > hl)
+					head = hl;
+				p += n;
+				left -= n;
+				if (!rx_events(l, ev, head))
+					break;
+				continue;
+			}
+			n = (u32)SWIW_MIN((size_t)st.len, left);
+		}
+		placed = false;
+		if (head) {
+			/* The step after the head is its payload's. */
+			if (st.kind == SWIW_FPDU_RX_PAYLOAD) {
+				place(l, st.off - head, p - head, n + head);
+				placed = true;
+			} else {
+				place(l, 0, p - head, head);
+			}
+			head = 0;
+		}
+		if (!rx_take(l, &st, p, n, placed)) {
 			left -= n;
 			break;
 		}
