@@ -77,13 +77,12 @@ struct swiw_mr {
 /*
  * A CQ is a ring of struct swiw_cqe followed by the arm word. The
  * provider consumes it in poll_cq (under poll_lock); the engine produces
- * into it (under eng_lock), from every QP that completes there.
+ * into it (under the engine lock), from every QP that completes there.
  */
 struct swiw_cq {
 	struct verbs_cq vcq;
 	pthread_spinlock_t poll_lock;
 	struct swiw_ring ring; /* provider: consumer view */
-	pthread_mutex_t eng_lock;
 	struct swiw_ring eng; /* engine: producer view */
 	struct swiw_cq_ctrl *ctrl; /* after the last CQE */
 	void *mem;
@@ -310,6 +309,9 @@ void swiw_engine_polled(int n, uint64_t now);
 void swiw_engine_armed(void);
 struct ibv_cq *swiw_engine_chan_wait(struct swiw_comp_channel *ch);
 void swiw_engine_qp_access(struct swiw_qp *qp);
+/* The engine lock: every producer into a CQ holds it. */
+void swiw_eng_lock(void);
+void swiw_eng_unlock(void);
 
 /*
  * A connection made through the broker: our private-data block (REQUEST

@@ -54,7 +54,6 @@ struct ibv_cq *swiw_create_cq(struct ibv_context *ctx, int cqe,
 	}
 	cq_set_ring(cq, cq->mem, num);
 	pthread_spin_init(&cq->poll_lock, PTHREAD_PROCESS_PRIVATE);
-	pthread_mutex_init(&cq->eng_lock, NULL);
 	cq->vcq.cq.context = ctx;
 	cq->vcq.cq.cqe = (int)num;
 	return &cq->vcq.cq;
@@ -68,7 +67,6 @@ int swiw_destroy_cq(struct ibv_cq *ibcq)
 		return EBUSY; /* a QP still completes here */
 	swiw_ring_free(cq->mem, cq->mem_len);
 	pthread_spin_destroy(&cq->poll_lock);
-	pthread_mutex_destroy(&cq->eng_lock);
 	swiw_obj_free(&to_swiw_ctx(ibcq->context)->ncq, cq);
 	return 0;
 }
@@ -193,8 +191,9 @@ int swiw_resize_cq(struct ibv_cq *ibcq, int cqe)
 			      sizeof(struct swiw_cq_ctrl), &len);
 	if (!mem)
 		return ENOMEM;
+	/* The engine produces under its lock: none may come meanwhile. */
 	pthread_spin_lock(&cq->poll_lock);
-	pthread_mutex_lock(&cq->eng_lock);
+	swiw_eng_lock();
 	old = cq->ring;
 	while (pending < old.num &&
 	       swiw_ring_load_flags(&old,
@@ -202,7 +201,7 @@ int swiw_resize_cq(struct ibv_cq *ibcq, int cqe)
 		       SWIW_SLOT_VALID)
 		pending++;
 	if (pending > num) {
-		pthread_mutex_unlock(&cq->eng_lock);
+		swiw_eng_unlock();
 		pthread_spin_unlock(&cq->poll_lock);
 		swiw_ring_free(mem, len);
 		return EINVAL; /* smaller than what it holds */
@@ -221,7 +220,7 @@ int swiw_resize_cq(struct ibv_cq *ibcq, int cqe)
 		cq->eng.pos++;
 	}
 	ibcq->cqe = (int)num;
-	pthread_mutex_unlock(&cq->eng_lock);
+	swiw_eng_unlock();
 	pthread_spin_unlock(&cq->poll_lock);
 	swiw_ring_free(old_mem, old_len);
 	return 0;

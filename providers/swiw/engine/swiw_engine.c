@@ -1472,7 +1472,8 @@ int swiw_engine_cq_push(struct swiw_cq *cq, const struct swiw_cqe *cqe)
 {
 	struct swiw_cqe *slot;
 
-	pthread_mutex_lock(&cq->eng_lock);
+	/* The engine lock orders producers, and resize_cq against them. */
+	swiw_eng_assert_held();
 	slot = swiw_ring_prod_slot(&cq->eng);
 	if (!slot) {
 		if (!cq->overflow) {
@@ -1481,7 +1482,6 @@ int swiw_engine_cq_push(struct swiw_cq *cq, const struct swiw_cqe *cqe)
 					IBV_EVENT_CQ_ERR,
 					(uintptr_t)&cq->vcq.cq);
 		}
-		pthread_mutex_unlock(&cq->eng_lock);
 		return -ENOSPC;
 	}
 	/* All but the flags byte, which poll_cq may be reading: only
@@ -1494,7 +1494,6 @@ int swiw_engine_cq_push(struct swiw_cq *cq, const struct swiw_cqe *cqe)
 	       sizeof(*slot) - offsetof(struct swiw_cqe, flags) - 1);
 	swiw_ring_publish(&cq->eng, slot, cqe->flags & ~SWIW_CQE_VALID);
 	cq_notify(cq, cqe);
-	pthread_mutex_unlock(&cq->eng_lock);
 	return 0;
 }
 

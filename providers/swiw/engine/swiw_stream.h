@@ -232,8 +232,6 @@ static inline uint32_t swiw_stream_qpn(const struct swiw_stream *s)
 	return s->qp->vqp.qp.qp_num;
 }
 
-void swiw_eng_lock(void);
-void swiw_eng_unlock(void);
 void swiw_eng_assert_held(void);
 bool swiw_eng_poller_waits(void);
 int swiw_eng_start(void);
