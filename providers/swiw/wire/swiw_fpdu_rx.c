@@ -132,15 +132,21 @@ static int swiw_rx_marker(struct swiw_fpdu_rx *rx)
 	return ok ? 0 : swiw_rx_fail(rx, SWIW_V_MPA_MARKER);
 }
 
+/* A ULPDU_LENGTH of @len is allowed: record it, size the head. */
+static bool swiw_rx_set_len(struct swiw_fpdu_rx *rx, u32 len)
+{
+	if (len < rx->min_ulpdu || len > rx->max_ulpdu)
+		return false;
+	rx->ulpdu_len = len;
+	rx->hdr_len = (u8)SWIW_MIN(len, (u32)rx->peek);
+	return true;
+}
+
 /* The ULPDU_LENGTH field is in: check it, size the head. */
 static int swiw_rx_length(struct swiw_fpdu_rx *rx)
 {
-	u32 len = swiw_get_be16(rx->hb);
-
-	if (len < rx->min_ulpdu || len > rx->max_ulpdu)
+	if (!swiw_rx_set_len(rx, swiw_get_be16(rx->hb)))
 		return swiw_rx_fail(rx, SWIW_V_MPA_ULPDU_LENGTH);
-	rx->ulpdu_len = len;
-	rx->hdr_len = (u8)SWIW_MIN(len, (u32)rx->peek);
 	rx->need = MPA_HDR_SIZE + rx->hdr_len;
 	rx->part = SWIW_RX_HDR;
 	return 0;
@@ -292,17 +298,15 @@ u32 swiw_fpdu_rx_head(struct swiw_fpdu_rx *rx, const void *data, u32 avail,
 	    rx->got || rx->markers || avail < MPA_HDR_SIZE)
 		return 0;
 	len = swiw_get_be16(p);
-	if (len < rx->min_ulpdu || len > rx->max_ulpdu)
+	/* The whole head, or nothing (a length refused: the steps fail). */
+	if (avail < MPA_HDR_SIZE + SWIW_MIN(len, (u32)rx->peek) ||
+	    !swiw_rx_set_len(rx, len))
 		return 0;
-	n = MPA_HDR_SIZE + SWIW_MIN(len, (u32)rx->peek);
-	if (avail < n)
-		return 0;
+	n = MPA_HDR_SIZE + rx->hdr_len;
 	memcpy(rx->hb, p, n);
 	if (rx->crc)
 		rx->crc_acc = swiw_crc32c(rx->crc_acc, p, n);
 	rx->pos += n;
-	rx->ulpdu_len = len;
-	rx->hdr_len = (u8)(n - MPA_HDR_SIZE);
 	swiw_rx_head_done(rx, ev);
 	return n;
 }

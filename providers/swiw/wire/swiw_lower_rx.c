@@ -439,11 +439,6 @@ static void rx_broken(struct swiw_lower *l)
 			  v ? v : SWIW_V_DDP_CATASTROPHIC, 0, NULL, 0, 0);
 }
 
-/*
- * Takes @n octets at @p of the step @st wants (@n <= its length);
- * @placed: payload already in its destination. False once reception
- * ended.
- */
 /* The deframer's events @ev (@defer: see on_hdr); false once reception
  * ended. */
 static bool rx_events(struct swiw_lower *l, unsigned int ev, bool defer)
@@ -457,6 +452,11 @@ static bool rx_events(struct swiw_lower *l, unsigned int ev, bool defer)
 	return !l->rx_done;
 }
 
+/*
+ * Takes @n octets at @p of the step @st wants (@n <= its length);
+ * @placed: payload already in its destination. False once reception
+ * ended.
+ */
 static bool rx_take(struct swiw_lower *l, const struct swiw_fpdu_rx_step *st,
 		    const u8 *p, u32 n, bool placed)
 {
@@ -473,16 +473,16 @@ static bool rx_take(struct swiw_lower *l, const struct swiw_fpdu_rx_step *st,
 
 /*
  * Feeds @len octets; returns those taken. An FPDU's length and head come
- * in one step where the buffer holds them (swiw_fpdu_rx_head), and when
- * its payload follows in the same buffer, the head's payload octets are
- * placed with it, in one copy: @head counts them until then.
+ * in one step where the buffer holds them (swiw_fpdu_rx_head); when its
+ * payload follows in the same buffer, the head's payload octets are
+ * placed with the payload step's, in one copy from the buffer.
  */
 static size_t rx_feed(struct swiw_lower *l, const u8 *p, size_t len)
 {
 	struct swiw_fpdu_rx_step st;
 	size_t left = len;
 	unsigned int ev;
-	u32 n, hl, head = 0;
+	u32 n, hl;
 	bool placed;
 
 	while (left && !l->rx_done && !l->stalled && rx_reserve(l)) {
@@ -490,34 +490,30 @@ static size_t rx_feed(struct swiw_lower *l, const u8 *p, size_t len)
 			rx_broken(l);
 			break;
 		}
-		n = (u32)SWIW_MIN((size_t)st.len, left);
-		if (!head && st.kind == SWIW_FPDU_RX_BUFFERED) {
-			n = swiw_fpdu_rx_head(&l->frx, p,
+		placed = false;
+		n = st.kind == SWIW_FPDU_RX_BUFFERED ?
+			    swiw_fpdu_rx_head(&l->frx, p,
 					      (u32)SWIW_MIN(left, (size_t)~0u),
-					      &ev);
-			if (n) {
-				hl = n - MPA_HDR_SIZE;
-				if (left > n &&
-				    swiw_fpdu_rx_ulpdu_len(&l->frx) > hl)
-					head = hl;
-				p += n;
-				left -= n;
-				if (!rx_events(l, ev, head))
-					break;
+					      &ev) :
+			    0;
+		if (n) {
+			hl = n - MPA_HDR_SIZE;
+			p += n;
+			left -= n;
+			/* No markers: a longer ULPDU's payload step is next. */
+			placed = left && swiw_fpdu_rx_ulpdu_len(&l->frx) > hl;
+			if (!rx_events(l, ev, placed))
+				break;
+			if (!placed)
 				continue;
+			if (swiw_fpdu_rx_next(&l->frx, &st)) {
+				rx_broken(l);
+				break;
 			}
 			n = (u32)SWIW_MIN((size_t)st.len, left);
-		}
-		placed = false;
-		if (head) {
-			/* The step after the head is its payload's. */
-			if (st.kind == SWIW_FPDU_RX_PAYLOAD) {
-				place(l, st.off - head, p - head, n + head);
-				placed = true;
-			} else {
-				place(l, 0, p - head, head);
-			}
-			head = 0;
+			place(l, 0, p - hl, hl + n);
+		} else {
+			n = (u32)SWIW_MIN((size_t)st.len, left);
 		}
 		if (!rx_take(l, &st, p, n, placed)) {
 			left -= n;
