@@ -11,8 +11,8 @@
  * in the few engine entry points it calls (attach, flush, reset, detach),
  * never on the post or poll path. Everything engine-owned is under it:
  * every stream, the consumer views of SQ/RQ/SRQ rings (sq_eng, rq->eng),
- * the stream list and the graveyard. Lock order: a QP's state_lock, then
- * eng_lock, then a CQ's eng_lock and the STag table's lock; the engine
+ * the stream list and the graveyard. Lock order: a QP's state_lock or a
+ * CQ's poll_lock, then eng_lock, then the STag table's lock; the engine
  * never takes a state_lock (it moves a QP to error with an atomic store).
  * Functions that need it call swiw_eng_assert_held() on entry.
  *
@@ -90,8 +90,8 @@
  * doorbell alone, as for a polling program; a look that gives up rings
  * it, and the program sleeps in libibverbs's read() as ever.
  *
- * A CQ, fed by many QPs and also reached by resize_cq, is produced into
- * under its own eng_lock.
+ * A CQ, fed by many QPs, is produced into under eng_lock alone; resize_cq
+ * takes it too, after the CQ's poll_lock.
  */
 #include <errno.h>
 #include <linux/futex.h>
@@ -1181,6 +1181,9 @@ static void *eng_main(void *arg)
 	struct epoll_event evs[64];
 	uint64_t spin_until = 0, woke = 0, due = UINT64_MAX, mute_tried = 0;
 	int n, wait_ms = -1, busy_naps = 0;
+	/* Spin rounds, for the direct reads; what the last one moved. */
+	unsigned int spin_rounds = 0;
+	bool direct = false, input;
 	uint64_t nap_ns = SWIW_ENG_NAP_NS;
 	uint32_t seen_gen = 0;
 	/* A nap took a ring and the lock was not had since: wait_ms and the
@@ -1291,6 +1294,28 @@ static void *eng_main(void *arg)
 			    !within(&last_look_ns, now, SWIW_ENG_POLLED_NS) &&
 			    (!app_took_last() || app_armed(now)))
 				wait_ms = 0;
+			/* Spinning, with one in-process stream: its socket is
+			 * read directly, as a polling program's is (poll_once),
+			 * in all but one round of SWIW_ENG_DIRECT_EVERY, where
+			 * epoll_wait() serves the rest of the set. Data is
+			 * then taken at once, not after the epoll_wait() that
+			 * reports it: a Read's responder, which nothing but
+			 * this thread serves (ib_read_lat). */
+			if (!wait_ms && !owed &&
+			    ++spin_rounds % SWIW_ENG_DIRECT_EVERY) {
+				while (__atomic_load_n(&eng_waiters,
+						       __ATOMIC_RELAXED))
+					sched_yield();
+				eng_lock_raw();
+				if (swiw_stream_poll_direct(&direct, &input)) {
+					n = 0;
+					woke = now;
+					if (input)
+						thread_takes++;
+					goto locked;
+				}
+				swiw_eng_unlock();
+			}
 			n = thread_wait(evs, now,
 					wait_ms < 0 ? UINT64_MAX :
 						      now + (uint64_t)wait_ms *
@@ -1345,7 +1370,8 @@ locked:
 		owed = false;
 		__atomic_store_n(&eng_poll_wanted, false, __ATOMIC_RELAXED);
 		/* A doorbell rang for work: spin for what follows it. */
-		work = eng_events(evs, n, true) || n > 0;
+		work = eng_events(evs, n, true) || n > 0 || direct;
+		direct = false;
 		swiw_conn_run();
 		swiw_streams_reap();
 		helper_mute();
