@@ -348,8 +348,12 @@ uint32_t swiw_proc_stream_io(uint32_t id, uint32_t events, bool *more)
 	*more = false;
 	if (!rs)
 		return 0;
-	/* 0: not from epoll, the socket may hold anything. */
-	proc_tx(rs, !events || (events & (EPOLLOUT | EPOLLHUP | EPOLLERR)));
+	/* 0: not from epoll, the socket may hold anything. Input alone
+	 * brings nothing to send first: the upper half's doorbell pushed
+	 * every txd it published (swiw_proc_doorbell), and only transport
+	 * room or that doorbell lets one wait (want_out, a stall). */
+	if (!events || (events & (EPOLLOUT | EPOLLHUP | EPOLLERR)))
+		proc_tx(rs, true);
 	if (!events ||
 	    (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))) {
 		*more = rs->mode->rx(rs);
