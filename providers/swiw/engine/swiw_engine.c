@@ -833,6 +833,14 @@ static bool thread_trylock(void)
 	       eng_trylock();
 }
 
+/* The thread's wait for the lock: a verb waiting for it goes first. */
+static void thread_lock(void)
+{
+	while (__atomic_load_n(&eng_waiters, __ATOMIC_RELAXED))
+		sched_yield();
+	eng_lock_raw();
+}
+
 /* A CQ was armed lately: the program waits on a channel between polls. */
 static bool app_armed(uint64_t now)
 {
@@ -1303,10 +1311,7 @@ static void *eng_main(void *arg)
 			 * this thread serves (ib_read_lat). */
 			if (!wait_ms && !owed &&
 			    ++spin_rounds % SWIW_ENG_DIRECT_EVERY) {
-				while (__atomic_load_n(&eng_waiters,
-						       __ATOMIC_RELAXED))
-					sched_yield();
-				eng_lock_raw();
+				thread_lock();
 				if (swiw_stream_poll_direct(&direct, &input)) {
 					n = 0;
 					woke = now;
@@ -1363,9 +1368,7 @@ static void *eng_main(void *arg)
 			}
 		}
 wait:
-		while (__atomic_load_n(&eng_waiters, __ATOMIC_RELAXED))
-			sched_yield();
-		eng_lock_raw();
+		thread_lock();
 locked:
 		owed = false;
 		__atomic_store_n(&eng_poll_wanted, false, __ATOMIC_RELAXED);
