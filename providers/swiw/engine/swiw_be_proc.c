@@ -357,8 +357,10 @@ uint32_t swiw_proc_stream_io(uint32_t id, uint32_t events, bool *more)
 	if (!events ||
 	    (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))) {
 		*more = rs->mode->rx(rs);
-		/* Responses to Read and Atomic Requests just received. */
-		proc_tx(rs, false);
+		/* Responses to Read and Atomic Requests just received, as
+		 * the helper's receive hands on (swiw_lower_tx_due). */
+		if (swiw_lower_tx_due(&rs->l))
+			proc_tx(rs, false);
 	}
 	return swiw_proc_stream_interest(id);
 }

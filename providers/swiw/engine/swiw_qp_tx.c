@@ -515,9 +515,10 @@ static void msg_done(struct swiw_stream *s)
 
 /*
  * Publishes what can go now as txds and rings the lower half, which
- * sends what the transport takes; true if anything moved.
+ * sends what the transport takes; true if anything moved. Called by
+ * swiw_tx_pump when the stream is not idle.
  */
-bool swiw_tx_pump(struct swiw_stream *s)
+bool swiw_tx_pump_work(struct swiw_stream *s)
 {
 	bool moved = false;
 	int rc;

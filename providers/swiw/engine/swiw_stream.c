@@ -337,6 +337,13 @@ bool swiw_stream_pump(struct swiw_stream *s)
 			break;
 		moved = true;
 	}
+	swiw_stream_pump_end(s, tail);
+	return moved;
+}
+
+/* After a pump, or a look that found none due: @tail, infl_tail before. */
+void swiw_stream_pump_end(struct swiw_stream *s, uint32_t tail)
+{
 	overflow_check(s);
 	/* For the progress thread: the program feeds this QP a queue of
 	 * WRs (app_streams). A dead stream's QP may be gone. */
@@ -344,7 +351,6 @@ bool swiw_stream_pump(struct swiw_stream *s)
 	    (s->infl_tail - tail >= 2 || s->infl_tail - s->infl_head >= 2 ||
 	     swiw_ring_cons_slot(&s->qp->sq_eng)))
 		swiw_eng_note_deep();
-	return moved;
 }
 
 bool swiw_streams_pump_all(void)

@@ -253,6 +253,7 @@ static inline uint64_t swiw_eng_now_ns(void)
 /* swiw_stream.c: lifecycle and errors */
 void swiw_stream_event(struct swiw_stream *s, uint32_t events);
 bool swiw_stream_pump(struct swiw_stream *s);
+void swiw_stream_pump_end(struct swiw_stream *s, uint32_t tail);
 bool swiw_streams_pump_all(void);
 bool swiw_stream_poll_direct(bool *moved, bool *input);
 bool swiw_streams_sock_mute(bool on);
@@ -296,7 +297,25 @@ void swiw_cm_report(struct swiw_stream *s, int type, int status);
  * swiw_qp_tx.c: publishes what can go now as txds and rings the lower
  * half; true if anything moved.
  */
-bool swiw_tx_pump(struct swiw_stream *s);
+bool swiw_tx_pump_work(struct swiw_stream *s);
+
+/*
+ * Between messages, nothing rung or waiting, the SQ empty and armed:
+ * what next_sqe would find, so the pump has nothing to do. A polling
+ * program looks twice a poll; inline, the look costs no call.
+ */
+static inline bool swiw_tx_idle(const struct swiw_stream *s)
+{
+	return s->kind == TX_NONE && !s->rd_more && !s->tx_rung &&
+	       !s->tx_full && !s->rd_wait && s->ops->txd && !s->failed &&
+	       s->tx_ready && !swiw_ring_cons_slot(&s->qp->sq_eng) &&
+	       __atomic_load_n(&s->qp->sq_armed, __ATOMIC_ACQUIRE);
+}
+
+static inline bool swiw_tx_pump(struct swiw_stream *s)
+{
+	return !swiw_tx_idle(s) && swiw_tx_pump_work(s);
+}
 int swiw_tx_msg_start(struct swiw_stream *s, const struct swiw_rdmap_msg *m);
 
 /* swiw_complete.c: completions of what the peer sent */

@@ -398,7 +398,7 @@ static bool link_drain(struct swiw_stream *s)
 static void link_event(struct swiw_stream *s, uint32_t events)
 {
 	unsigned int round = 0;
-	bool more = false;
+	bool more = false, sent;
 
 	do {
 		if (s->be->event_fd < 0)
@@ -407,16 +407,21 @@ static void link_event(struct swiw_stream *s, uint32_t events)
 		link_drain(s);
 		if (s->failed || s->dead || s->ops != &swiw_link_ops)
 			return;
-		swiw_tx_pump(s);
+		sent = swiw_tx_pump(s);
 		events = EPOLLIN;
 	} while (more && ++round < LINK_RX_ROUNDS && !swiw_eng_poller_waits());
 	/*
 	 * The last transmit posted its sent events after the last drain: a
 	 * WR they complete (an RDMA Write) would wait for the next event on
 	 * this stream, which may be the peer's answer to that very
-	 * completion (d2a0730's hang). swiw_stream_pump quiesces.
+	 * completion (d2a0730's hang). swiw_stream_pump quiesces. One that
+	 * published nothing and left no event has nothing for it to find
+	 * (a poll's empty read, most of all).
 	 */
-	swiw_stream_pump(s);
+	if (sent || swiw_ring_cons_slot(&s->evr))
+		swiw_stream_pump(s);
+	else
+		swiw_stream_pump_end(s, s->infl_tail);
 }
 
 /* Best effort, before DETACH: the TERMINATE for @v as the last txd. */
