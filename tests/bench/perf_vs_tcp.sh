@@ -746,7 +746,7 @@ print_table() {
 echo "swiw vs plain TCP on $PATH_NOTE"
 [ -z "$PIN" ] || echo "server on CPU ${PIN%,*}, client on CPU ${PIN#*,} (--pin)"
 echo "iterations per run: ${LAT_ITERS} latency, ${BW_ITERS} bandwidth; median of $REPEAT" \
-	"interleaved pair(s) per size (TCP first in every second), swiw/TCP the median of the pairs' ratios;" \
+	"interleaved pair(s) per size (TCP first in every second round), swiw/TCP the median of the pairs' ratios;" \
 	"$(date -u '+%Y-%m-%d %H:%M UTC') on $(uname -n)"
 for t in $TESTS; do
 	case "$t" in
@@ -768,14 +768,14 @@ for t in $TESTS; do
 				tcp_once "$t" "$size"
 				tv=$VALUE
 				swiw_once "$t" "$size"
+				sv=$VALUE
 			else
 				swiw_once "$t" "$size"
 				sv=$VALUE
 				tcp_once "$t" "$size"
 				tv=$VALUE
-				VALUE=$sv
 			fi
-			echo "$VALUE" >>"$T_TMP/swiw.v"
+			echo "$sv" >>"$T_TMP/swiw.v"
 			echo "$tv" >>"$T_TMP/tcp.v"
 			if [ "$t" = write_lat ]; then
 				floor_once "$size"
