@@ -66,6 +66,14 @@
  * thread reaps the graveyard, after handling its own epoll_wait(), as
  * above.
  *
+ * A post that finds the lock held leaves its WR to the holder, which
+ * pumps as it lets go (posted_after_unlock), rather than ring: on
+ * ib_write_lat the program posts the moment the thread's round places the
+ * Write, and the bell woke the thread again, from the other CPU, for a WR
+ * that round had mostly sent already. While the program polls, the thread
+ * also keeps off the CPU the program polls from (thread_place), so that
+ * the peer's send, which wakes it, runs on its CPU.
+ *
  * With the kernel helper, which places the data itself, a poll reads the
  * helper's event rings in memory, and the thread leaves the helper's file
  * out of its set while the program polls, arms no CQ and looks at no
@@ -195,6 +203,8 @@ static uint64_t eng_deep_ns;
 static uint64_t post_gap_ns = SWIW_ENG_POLLED_NS;
 static uint64_t found_gap_ns = SWIW_ENG_POLLED_NS, last_found_ns;
 static uint64_t last_arm_ns; /* when a CQ was last armed */
+/* The CPU the program last polled from (-1: none yet), for thread_place. */
+static int app_cpu = -1;
 /* Threads in a look at their channel (swiw_engine_chan_wait), when a look
  * last found a record (0 after one that gave up), and when one began. */
 static unsigned int eng_chan_waiters;
@@ -216,6 +226,9 @@ enum {
 	LEFT_SLEEPS
 };
 static uint32_t eng_left;
+/* Poll mode: a post found the lock held and left its WR to the holder,
+ * which pumps as it lets go (posted_after_unlock). */
+static uint32_t eng_posted;
 
 /*
  * A program's thread runs the engine inside its verbs (a poll, a post),
@@ -241,6 +254,25 @@ static void eng_lock_raw(void)
 	eng_cancel_state = old;
 	__atomic_store_n(&eng_owner, (unsigned long)pthread_self(),
 			 __ATOMIC_RELAXED);
+}
+
+static bool eng_trylock(void);
+
+/*
+ * Having let go: a post that found the lock held left its WR to this
+ * holder (swiw_engine_sq_posted). The post's store comes before its
+ * second trylock, this read-modify-write after the release: either the
+ * post took the lock or this sees the mark; and whoever holds the lock
+ * now, if not this, lets go through here too.
+ */
+static void posted_after_unlock(void)
+{
+	if (!__atomic_fetch_or(&eng_posted, 0, __ATOMIC_SEQ_CST) ||
+	    !eng_trylock())
+		return;
+	if (__atomic_exchange_n(&eng_posted, 0, __ATOMIC_SEQ_CST))
+		swiw_streams_pump_all();
+	swiw_eng_unlock();
 }
 
 /*
@@ -281,6 +313,7 @@ void swiw_eng_unlock(void)
 	pthread_mutex_unlock(&eng_lock);
 	if (due && due < __atomic_load_n(&thread_wake_ns, __ATOMIC_SEQ_CST))
 		swiw_eng_doorbell();
+	posted_after_unlock();
 	pthread_setcancelstate(cancel, NULL);
 }
 
@@ -390,7 +423,24 @@ static void poller_unlock(bool moved);
 
 void swiw_engine_sq_posted(struct swiw_qp *qp)
 {
-	if (eng_poll_mode && !sq_cork(qp) && eng_trylock()) {
+	bool locked = false;
+
+	if (eng_poll_mode && !sq_cork(qp)) {
+		locked = eng_trylock();
+		/* Held: its holder pumps as it lets go. A bell instead would
+		 * wake the thread for a WR its round has mostly sent already,
+		 * from whatever CPU this runs on (ib_write_lat: the program
+		 * posts the moment the thread's round places the Write). */
+		if (!locked) {
+			__atomic_store_n(&qp->sq_armed, 0, __ATOMIC_RELAXED);
+			__atomic_store_n(&eng_posted, 1, __ATOMIC_SEQ_CST);
+			locked = eng_trylock();
+			if (!locked)
+				return;
+			__atomic_store_n(&eng_posted, 0, __ATOMIC_RELAXED);
+		}
+	}
+	if (locked) {
 		bool taken = false;
 
 		if (qp->stream) {
@@ -660,6 +710,7 @@ uint64_t swiw_engine_poll(void)
 		__atomic_store_n(&empty_since_ns, now, __ATOMIC_RELAXED);
 	__atomic_store_n(&last_poll_ns, now, __ATOMIC_RELAXED);
 	__atomic_store_n(&last_empty_ns, now, __ATOMIC_RELAXED);
+	__atomic_store_n(&app_cpu, sched_getcpu(), __ATOMIC_RELAXED);
 	poll_once(now);
 	return now;
 }
@@ -683,8 +734,10 @@ void swiw_engine_polled(int n, uint64_t now)
 {
 	if (!eng_poll_mode)
 		return;
-	if (!now)
+	if (!now) {
 		now = swiw_eng_now_ns();
+		__atomic_store_n(&app_cpu, sched_getcpu(), __ATOMIC_RELAXED);
+	}
 	__atomic_store_n(&last_poll_ns, now, __ATOMIC_RELAXED);
 	gap_note(&found_gap_ns, now - __atomic_exchange_n(&last_found_ns, now,
 							  __ATOMIC_RELAXED));
@@ -1184,6 +1237,49 @@ static bool leave_events(bool *locked)
 	       LEFT_NONE;
 }
 
+/*
+ * Where the thread runs. A program that polls spins on a CPU; a Write it
+ * waits for in memory (ib_write_lat) is placed by this thread, and a
+ * thread woken on that CPU must preempt the program, which a wake-up from
+ * another CPU does late: the sender's CPU, where TCP wakes the thread,
+ * has to interrupt the spinning one (tcp_ref lat -T, 64 B, with both ends'
+ * placing threads each on its own program's CPU: 68 us a hop; each on the
+ * other's, where the peer's send wakes it: 8.5 us). While the program
+ * polls, the thread keeps off the CPU it last polled from, if the CPUs it
+ * was started with leave it another; it gets them all back when the
+ * program stops polling. @cpus: that set; *@off: the CPU now left out
+ * (-1: none); *@fixed: the set cannot be changed (a cpuset that moved).
+ */
+static void thread_place(const cpu_set_t *cpus, int *off, bool *fixed,
+			 uint64_t now)
+{
+	int want = -1;
+	cpu_set_t set;
+
+	if (*fixed || CPU_COUNT(cpus) < 2)
+		return;
+	/* The window of helper_mute: ib_write_lat's polls can be far apart.
+	 * The same for arms: a program that blocks on a channel (and may
+	 * have slept in it past SWIW_ENG_POLLED_NS) does not spin. */
+	if (mute_still(now) &&
+	    !within(&last_arm_ns, now, SWIW_ENG_MUTE_POLLED_NS))
+		want = __atomic_load_n(&app_cpu, __ATOMIC_RELAXED);
+	if (want >= 0 && (want >= CPU_SETSIZE || !CPU_ISSET(want, cpus)))
+		want = -1;
+	if (want == *off)
+		return;
+	set = *cpus;
+	if (want >= 0)
+		CPU_CLR(want, &set);
+	if (sched_setaffinity(0, sizeof(set), &set)) {
+		swiw_dbg("progress thread stays where it is: %s",
+			 strerror(errno));
+		*fixed = true;
+		return;
+	}
+	*off = want;
+}
+
 static void *eng_main(void *arg)
 {
 	struct epoll_event evs[64];
@@ -1199,6 +1295,10 @@ static void *eng_main(void *arg)
 	bool owed = false;
 	/* The last round under the lock moved something. */
 	bool placed = false;
+	/* thread_place's: the CPUs it started with, the one left out. */
+	cpu_set_t cpus;
+	int cpu_off = -1;
+	bool cpus_fixed = sched_getaffinity(0, sizeof(cpus), &cpus) != 0;
 
 	(void)arg;
 	/* Naps of tens of microseconds: the default 50 us slack would
@@ -1210,6 +1310,7 @@ static void *eng_main(void *arg)
 	for (;;) {
 		bool work;
 
+		thread_place(&cpus, &cpu_off, &cpus_fixed, swiw_eng_now_ns());
 		if (helper_muted) {
 			n = 0;
 			if (!owed && muted_nap(due, seen_gen, evs, &n))
