@@ -434,10 +434,12 @@ void swiw_engine_sq_posted(struct swiw_qp *qp)
 		if (!locked) {
 			__atomic_store_n(&qp->sq_armed, 0, __ATOMIC_RELAXED);
 			__atomic_store_n(&eng_posted, 1, __ATOMIC_SEQ_CST);
+			/* Taken now: the mark stays, for a post on another QP
+			 * that may have left its WR to this hold meanwhile;
+			 * this unlock's pump takes it. */
 			locked = eng_trylock();
 			if (!locked)
 				return;
-			__atomic_store_n(&eng_posted, 0, __ATOMIC_RELAXED);
 		}
 	}
 	if (locked) {
