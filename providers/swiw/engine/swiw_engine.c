@@ -72,7 +72,11 @@
  * Write, and the bell woke the thread again, from the other CPU, for a WR
  * that round had mostly sent already. While the program polls, the thread
  * also keeps off the CPU the program polls from (thread_place), so that
- * the peer's send, which wakes it, runs on its CPU.
+ * the peer's send, which wakes it, runs on its CPU; its rounds then take
+ * no new WR (eng_sq_hold), and a post waits for the round to end
+ * (post_spin), so that the program's own send wakes the peer's thread
+ * from the peer's thread's CPU as well. The thread never queues on the
+ * lock (thread_lock): each unlock of a program that polls would wake it.
  *
  * With the kernel helper, which places the data itself, a poll reads the
  * helper's event rings in memory, and the thread leaves the helper's file
@@ -205,6 +209,8 @@ static uint64_t found_gap_ns = SWIW_ENG_POLLED_NS, last_found_ns;
 static uint64_t last_arm_ns; /* when a CQ was last armed */
 /* The CPU the program last polled from (-1: none yet), for thread_place. */
 static int app_cpu = -1;
+/* The CPU thread_place keeps the thread off (-1: none), for post_spin. */
+static int eng_cpu_off = -1;
 /* Threads in a look at their channel (swiw_engine_chan_wait), when a look
  * last found a record (0 after one that gave up), and when one began. */
 static unsigned int eng_chan_waiters;
@@ -229,6 +235,41 @@ static uint32_t eng_left;
 /* Poll mode: a post found the lock held and left its WR to the holder,
  * which pumps as it lets go (posted_after_unlock). */
 static uint32_t eng_posted;
+/*
+ * Under the lock: the thread's round, while thread_place keeps it apart
+ * from a program that polls, takes no new WR from a send queue. One the
+ * program posts during the round (ib_write_lat: the moment the round
+ * placed the Write it answers) is sent by the program, from the CPU where
+ * the peer's thread is placed, once the round lets go (post_spin). Sent
+ * by the round, it went from the other CPU and woke the peer's thread
+ * remotely, and the round, holding the lock 10-50 us for that send, was
+ * the next post's wait too (ib_write_lat 64 B, per 10,000 iterations:
+ * 7,800 remote wake-ups of a thread by a thread, and 4,400 of a thread
+ * by a program; with the hold 180 and 40). A post that gives up waiting
+ * leaves its WR to this thread's unlock (posted_after_unlock), which runs
+ * without the hold; any other WR goes at the program's next poll, within
+ * SWIW_ENG_POLLED_NS. Only the thread's own pumps are held.
+ */
+static bool eng_sq_hold;
+/* Posts waiting for the thread to let go of the lock (post_spin). */
+static unsigned int eng_post_spinners;
+
+/*
+ * A send queue's pump under the lock: true if it must leave the queue's
+ * WRs alone (the thread's held round). It marks them as a post that
+ * found the lock held does, so that they are sent as the thread lets go,
+ * by the post that waits for it or else by the thread, without the
+ * hold: none is left for a program that has stopped calling.
+ */
+bool swiw_eng_sq_held(const struct swiw_qp *qp)
+{
+	swiw_eng_assert_held();
+	if (!eng_sq_hold || !pthread_equal(pthread_self(), eng_thread))
+		return false;
+	if (swiw_ring_cons_slot(&qp->sq_eng))
+		__atomic_store_n(&eng_posted, 1, __ATOMIC_SEQ_CST);
+	return true;
+}
 
 /*
  * A program's thread runs the engine inside its verbs (a poll, a post),
@@ -267,8 +308,16 @@ static bool eng_trylock(void);
  */
 static void posted_after_unlock(void)
 {
-	if (!__atomic_fetch_or(&eng_posted, 0, __ATOMIC_SEQ_CST) ||
-	    !eng_trylock())
+	if (!__atomic_fetch_or(&eng_posted, 0, __ATOMIC_SEQ_CST))
+		return;
+	/* The thread leaves it to a post waiting for the lock (post_spin),
+	 * whose own unlock comes through here: that post counts itself out
+	 * before it gives up and marks, so one of the two sends. */
+	if (__atomic_load_n(&eng_post_spinners, __ATOMIC_SEQ_CST) &&
+	    __atomic_load_n(&eng_started, __ATOMIC_ACQUIRE) &&
+	    pthread_equal(pthread_self(), eng_thread))
+		return;
+	if (!eng_trylock())
 		return;
 	if (__atomic_exchange_n(&eng_posted, 0, __ATOMIC_SEQ_CST))
 		swiw_streams_pump_all();
@@ -421,6 +470,50 @@ static bool sq_cork(struct swiw_qp *qp)
  */
 static void poller_unlock(bool moved);
 
+/*
+ * Poll mode, a post that found the lock held by the thread, which
+ * thread_place keeps off the CPU this post runs on: the thread is in a
+ * round on the other CPU (ib_write_lat: the one that placed the Write
+ * this program answers), which lets go within microseconds, having left
+ * the WR alone (eng_sq_hold). Waiting for it, up to
+ * SWIW_ENG_POST_SPIN_NS, sends the WR from this CPU, where the peer's
+ * thread is placed: its wake-up is then local; left to the holder, it is
+ * sent from the other CPU and wakes the peer's thread remotely. Not on a
+ * CPU the holder may share: there the wait would only delay it.
+ */
+#define SWIW_ENG_POST_SPIN_NS 10000
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#endif
+}
+
+static bool post_spin(void)
+{
+	int cpu = __atomic_load_n(&eng_cpu_off, __ATOMIC_RELAXED);
+	uint64_t end;
+
+	if (cpu < 0 || !eng_held_by(eng_thread) || sched_getcpu() != cpu)
+		return false;
+	__atomic_fetch_add(&eng_post_spinners, 1, __ATOMIC_SEQ_CST);
+	end = swiw_eng_now_ns() + SWIW_ENG_POST_SPIN_NS;
+	do {
+		cpu_relax();
+		if (!__atomic_load_n(&eng_owner, __ATOMIC_RELAXED) &&
+		    eng_trylock()) {
+			__atomic_fetch_sub(&eng_post_spinners, 1,
+					   __ATOMIC_SEQ_CST);
+			return true;
+		}
+	} while (swiw_eng_now_ns() < end);
+	__atomic_fetch_sub(&eng_post_spinners, 1, __ATOMIC_SEQ_CST);
+	return false;
+}
+
 void swiw_engine_sq_posted(struct swiw_qp *qp)
 {
 	bool locked = false;
@@ -431,6 +524,8 @@ void swiw_engine_sq_posted(struct swiw_qp *qp)
 		 * wake the thread for a WR its round has mostly sent already,
 		 * from whatever CPU this runs on (ib_write_lat: the program
 		 * posts the moment the thread's round places the Write). */
+		if (!locked)
+			locked = post_spin();
 		if (!locked) {
 			__atomic_store_n(&qp->sq_armed, 0, __ATOMIC_RELAXED);
 			__atomic_store_n(&eng_posted, 1, __ATOMIC_SEQ_CST);
@@ -888,12 +983,35 @@ static bool thread_trylock(void)
 	       eng_trylock();
 }
 
-/* The thread's wait for the lock: a verb waiting for it goes first. */
+/*
+ * The thread's wait for the lock: a verb waiting for it goes first, and
+ * the thread never queues on the mutex. Queued, it would be woken by
+ * every unlock of a program that polls in a loop and takes the lock back
+ * before the thread runs: on ib_write_bw 64 KiB, 5,300 futex wake-ups of
+ * the sender's thread per 60,000 Writes, each a context switch on the
+ * CPU where the receiver places. It retries instead, after a yield, then
+ * after naps that double up to SWIW_ENG_LOCK_NAP_MAX_NS.
+ */
+#define SWIW_ENG_LOCK_YIELDS 8
+#define SWIW_ENG_LOCK_NAP_NS 2000
+#define SWIW_ENG_LOCK_NAP_MAX_NS 200000
+
 static void thread_lock(void)
 {
-	while (__atomic_load_n(&eng_waiters, __ATOMIC_RELAXED))
-		sched_yield();
-	eng_lock_raw();
+	struct timespec ts = { 0, SWIW_ENG_LOCK_NAP_NS };
+	unsigned int i;
+
+	for (i = 0;; i++) {
+		if (thread_trylock())
+			return;
+		if (i < SWIW_ENG_LOCK_YIELDS) {
+			sched_yield();
+			continue;
+		}
+		nanosleep(&ts, NULL);
+		if (ts.tv_nsec < SWIW_ENG_LOCK_NAP_MAX_NS)
+			ts.tv_nsec *= 2;
+	}
 }
 
 /* A CQ was armed lately: the program waits on a channel between polls. */
@@ -1280,6 +1398,7 @@ static void thread_place(const cpu_set_t *cpus, int *off, bool *fixed,
 		return;
 	}
 	*off = want;
+	__atomic_store_n(&eng_cpu_off, want, __ATOMIC_RELAXED);
 }
 
 static void *eng_main(void *arg)
@@ -1475,6 +1594,7 @@ wait:
 locked:
 		owed = false;
 		__atomic_store_n(&eng_poll_wanted, false, __ATOMIC_RELAXED);
+		eng_sq_hold = cpu_off >= 0 && app_polled(swiw_eng_now_ns());
 		/* A doorbell rang for work: spin for what follows it. */
 		work = eng_events(evs, n, true) || n > 0 || direct;
 		direct = false;
@@ -1487,6 +1607,7 @@ locked:
 			      UINT64_MAX :
 			      swiw_eng_now_ns() + (uint64_t)wait_ms * 1000000u;
 		seen_gen = eng_poll_gen;
+		eng_sq_hold = false;
 		swiw_eng_unlock();
 		if (work)
 			spin_until = swiw_eng_now_ns() + SWIW_ENG_SPIN_NS;

@@ -259,6 +259,9 @@ static int next_sqe(struct swiw_stream *s)
 	bool ok = true;
 	uint8_t op;
 
+	/* The program sends what it posts meanwhile (swiw_engine.c). */
+	if (swiw_eng_sq_held(qp))
+		return 0;
 	sqe = swiw_ring_cons_slot(&qp->sq_eng);
 	if (!sqe) {
 		/* Still armed from an earlier look: no post_send has taken

@@ -234,6 +234,7 @@ static inline uint32_t swiw_stream_qpn(const struct swiw_stream *s)
 
 void swiw_eng_assert_held(void);
 bool swiw_eng_poller_waits(void);
+bool swiw_eng_sq_held(const struct swiw_qp *qp);
 int swiw_eng_start(void);
 int swiw_eng_epoll_ctl(int op, int fd, uint32_t events, void *ptr);
 void swiw_eng_doorbell(void);
