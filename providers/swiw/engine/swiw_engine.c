@@ -220,7 +220,8 @@ static uint64_t found_gap_ns = SWIW_ENG_POLLED_NS, last_found_ns;
 static uint64_t last_arm_ns; /* when a CQ was last armed */
 /* The CPU the program last polled from (-1: none yet), for thread_place. */
 static int app_cpu = -1;
-/* The CPU thread_place keeps the thread off (-1: none), for post_spin. */
+/* The CPU thread_place keeps the thread off (-1: none); written by the
+ * thread only, read by post_spin. */
 static int eng_cpu_off = -1;
 /* Threads in a look at their channel (swiw_engine_chan_wait), when a look
  * last found a record (0 after one that gave up), and when one began. */
@@ -266,6 +267,17 @@ static bool eng_sq_hold;
 static unsigned int eng_post_spinners;
 
 /*
+ * The caller is the progress thread. No thread-local flag: LeakSanitizer's
+ * tracer faults on the TLS of a dlopen()ed provider. eng_thread is set
+ * under the lock before eng_started.
+ */
+static bool on_eng_thread(void)
+{
+	return __atomic_load_n(&eng_started, __ATOMIC_ACQUIRE) &&
+	       pthread_equal(pthread_self(), eng_thread);
+}
+
+/*
  * A send queue's pump under the lock: true if it must leave the queue's
  * WRs alone (the thread's held round). It marks them as a post that
  * found the lock held does, so that they are sent as the thread lets go,
@@ -275,7 +287,7 @@ static unsigned int eng_post_spinners;
 bool swiw_eng_sq_held(const struct swiw_qp *qp)
 {
 	swiw_eng_assert_held();
-	if (!eng_sq_hold || !pthread_equal(pthread_self(), eng_thread))
+	if (!eng_sq_hold || !on_eng_thread())
 		return false;
 	if (swiw_ring_cons_slot(&qp->sq_eng))
 		__atomic_store_n(&eng_posted, 1, __ATOMIC_SEQ_CST);
@@ -325,8 +337,7 @@ static void posted_after_unlock(void)
 	 * whose own unlock comes through here: that post counts itself out
 	 * before it gives up and marks, so one of the two sends. */
 	if (__atomic_load_n(&eng_post_spinners, __ATOMIC_SEQ_CST) &&
-	    __atomic_load_n(&eng_started, __ATOMIC_ACQUIRE) &&
-	    pthread_equal(pthread_self(), eng_thread))
+	    on_eng_thread())
 		return;
 	if (!eng_trylock())
 		return;
@@ -361,9 +372,7 @@ void swiw_eng_unlock(void)
 	uint64_t due = eng_new_due_ns;
 	int cancel = eng_cancel_state;
 
-	/* No thread-local flag: LeakSanitizer's tracer faults on the TLS
-	 * of a dlopen()ed provider. eng_thread is set under the lock. */
-	if (due && eng_started && pthread_equal(pthread_self(), eng_thread))
+	if (due && on_eng_thread())
 		due = 0;
 	eng_new_due_ns = 0;
 	if (due)
@@ -1376,11 +1385,10 @@ static bool leave_events(bool *locked)
  * other's, where the peer's send wakes it: 8.5 us). While the program
  * polls, the thread keeps off the CPU it last polled from, if the CPUs it
  * was started with leave it another; it gets them all back when the
- * program stops polling. @cpus: that set; *@off: the CPU now left out
- * (-1: none); *@fixed: the set cannot be changed (a cpuset that moved).
+ * program stops polling. @cpus: that set; the CPU now left out is
+ * eng_cpu_off; *@fixed: the set cannot be changed (a cpuset that moved).
  */
-static void thread_place(const cpu_set_t *cpus, int *off, bool *fixed,
-			 uint64_t now)
+static void thread_place(const cpu_set_t *cpus, bool *fixed, uint64_t now)
 {
 	int want = -1;
 	cpu_set_t set;
@@ -1395,7 +1403,7 @@ static void thread_place(const cpu_set_t *cpus, int *off, bool *fixed,
 		want = __atomic_load_n(&app_cpu, __ATOMIC_RELAXED);
 	if (want >= 0 && (want >= CPU_SETSIZE || !CPU_ISSET(want, cpus)))
 		want = -1;
-	if (want == *off)
+	if (want == eng_cpu_off)
 		return;
 	set = *cpus;
 	if (want >= 0)
@@ -1406,7 +1414,6 @@ static void thread_place(const cpu_set_t *cpus, int *off, bool *fixed,
 		*fixed = true;
 		return;
 	}
-	*off = want;
 	__atomic_store_n(&eng_cpu_off, want, __ATOMIC_RELAXED);
 }
 
@@ -1425,9 +1432,8 @@ static void *eng_main(void *arg)
 	bool owed = false;
 	/* The last round under the lock moved something. */
 	bool placed = false;
-	/* thread_place's: the CPUs it started with, the one left out. */
+	/* thread_place's: the CPUs it started with. */
 	cpu_set_t cpus;
-	int cpu_off = -1;
 	bool cpus_fixed = sched_getaffinity(0, sizeof(cpus), &cpus) != 0;
 
 	(void)arg;
@@ -1440,7 +1446,7 @@ static void *eng_main(void *arg)
 	for (;;) {
 		bool work;
 
-		thread_place(&cpus, &cpu_off, &cpus_fixed, swiw_eng_now_ns());
+		thread_place(&cpus, &cpus_fixed, swiw_eng_now_ns());
 		if (helper_muted) {
 			n = 0;
 			if (!owed && muted_nap(due, seen_gen, evs, &n))
@@ -1606,7 +1612,7 @@ wait:
 locked:
 		owed = false;
 		__atomic_store_n(&eng_poll_wanted, false, __ATOMIC_RELAXED);
-		eng_sq_hold = cpu_off >= 0 && app_polled(swiw_eng_now_ns());
+		eng_sq_hold = eng_cpu_off >= 0 && app_polled(swiw_eng_now_ns());
 		/* A doorbell rang for work: spin for what follows it. */
 		work = eng_events(evs, n, true) || n > 0 || direct;
 		direct = false;
