@@ -246,3 +246,16 @@ out_has "^ +1 +5\.00 +3\.00 +1\.00x +2\.00x +0\.50x +<=1\.2x MET +BEHIND\$" \
 out_has "^peers: swiw ahead of libfabric tcp and UCX tcp in 0 of 1 cells; BEHIND: ib_send_lat 1 B \(behind UCX\)\$" \
 	"the verdict on the peers by the ratios"
 pass "--peers: fi/TCP and UCX/TCP are medians of the rounds' own ratios too"
+
+# tcp_ref -I, the floor of placement by a signal (the note of issue 15):
+# the ping-pong runs to its end and prints a row, with 2 KiB messages that
+# may take more than one signal each.
+port=$((10000 + RANDOM % 20000))
+serve "" "$port" "$SWIW_BUILD/bin/tcp_ref" -I -p "$port" lat ||
+	fail_served "tcp_ref -I: the server did not listen on port $port"
+run "$SWIW_BUILD/bin/tcp_ref" -I -p "$port" -s 2048 -n 500 lat 127.0.0.1
+served 5
+[ "$RC" -eq 0 ] && [ "$SRV_RC" -eq 0 ] ||
+	fail_served "tcp_ref -I: client exit $RC, server exit $SRV_RC"
+out_has "^ +2048 +500 +$NUM +$NUM +$NUM +$NUM\$" "tcp_ref -I's row"
+pass "tcp_ref -I: a ping-pong placed by a signal handler"

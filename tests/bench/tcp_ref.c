@@ -31,6 +31,11 @@
  * the socket has data: the program spins on its memory and only a
  * thread wake-up places the Write. It is the floor of that design on
  * this machine, beside the busy-polled figure.
+ * lat -I: no thread; the kernel signals the spinning main thread as data
+ * arrives (O_ASYNC, F_SETSIG) and its handler receives and places the
+ * message. It is the other way a user-space engine could place a Write
+ * without the program's help, measured so that its cost is known: no
+ * context switch, but a signal delivered to a CPU busy in user space.
  * The client tells the server the mode, size and count, so the server
  * needs only its port.
  *
@@ -39,6 +44,7 @@
  */
 #include <endian.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -46,6 +52,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -91,6 +98,7 @@ struct swiw_tr_hello {
 static const char *prog = "tcp_ref";
 static bool blocking;
 static bool placer; /* lat -T */
+static bool sigio; /* lat -I */
 static double spin_s = 50e-6; /* < 0: for ever */
 
 static void usage(FILE *f)
@@ -121,6 +129,8 @@ static void usage(FILE *f)
 		"                        each message; the main thread spins on the\n"
 		"                        placed count, as ib_write_lat's target spins\n"
 		"                        on its memory\n"
+		"  -I, --sigio           lat: as -T, but no thread: a signal on each\n"
+		"                        arrival runs a handler that places it\n"
 		"  -h, --help            this text\n",
 		prog, prog, SWIW_TR_MAX_SIZE);
 }
@@ -305,8 +315,72 @@ static void *placer_main(void *arg)
 }
 
 /*
+ * lat -I: the placer without a thread. The kernel sends SIGRTMIN to the
+ * main thread as data arrives; the handler takes what is there, without
+ * blocking, and counts each whole message.
+ */
+static struct swiw_tr_placer *sig_pl;
+static uint32_t sig_got;
+
+static void sigio_handler(int sig)
+{
+	struct swiw_tr_placer *pl = sig_pl;
+	int saved = errno;
+	ssize_t n;
+
+	(void)sig;
+	while (!atomic_load_explicit(&pl->err, memory_order_relaxed)) {
+		n = recv(pl->fd, pl->buf + sig_got, pl->size - sig_got,
+			 MSG_DONTWAIT);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			break;
+		if (n <= 0) {
+			atomic_store(&pl->err, n ? errno + 1 : -1);
+			break;
+		}
+		sig_got += (uint32_t)n;
+		if (sig_got == pl->size) {
+			sig_got = 0;
+			atomic_fetch_add_explicit(&pl->placed, 1,
+						  memory_order_release);
+		}
+	}
+	errno = saved;
+}
+
+static int sigio_start(struct swiw_tr_placer *pl, int fd, char *buf,
+		       const struct swiw_tr_opts *o)
+{
+	struct f_owner_ex owner = { F_OWNER_TID, gettid() };
+	struct sigaction sa = { .sa_handler = sigio_handler,
+				.sa_flags = SA_RESTART };
+	int fl;
+
+	pl->fd = fd;
+	pl->buf = buf;
+	pl->size = o->size;
+	atomic_init(&pl->placed, 0);
+	atomic_init(&pl->err, 0);
+	sig_pl = pl;
+	sigemptyset(&sa.sa_mask);
+	fl = fcntl(fd, F_GETFL);
+	if (sigaction(SIGRTMIN, &sa, NULL) || fl < 0 ||
+	    fcntl(fd, F_SETOWN_EX, &owner) || fcntl(fd, F_SETSIG, SIGRTMIN) ||
+	    fcntl(fd, F_SETFL, fl | O_ASYNC)) {
+		fprintf(stderr, "%s: cannot arm the signal: %s\n", prog,
+			strerror(errno));
+		return -1;
+	}
+	/* what came before the arm raised nothing */
+	raise(SIGRTMIN);
+	return 0;
+}
+
+/*
  * The @i-th message (from 0) has arrived in @buf: received here, or, with
- * @pl, placed by its thread while this one spins.
+ * @pl, placed by its thread (or signal handler) while this one spins.
  */
 static bool lat_wait(int fd, struct swiw_tr_placer *pl, char *buf,
 		     uint32_t size, uint32_t i)
@@ -514,7 +588,7 @@ static int run(struct swiw_tr_opts *o)
 	struct swiw_tr_hello h;
 	int fd, lfd = -1, rc = -1;
 	char *buf = NULL, *pbuf = NULL;
-	bool started = false;
+	bool started = false, armed = false;
 	size_t buf_len;
 
 	fd = open_socket(o);
@@ -562,19 +636,22 @@ static int run(struct swiw_tr_opts *o)
 		goto out;
 	}
 	memset(buf, 0x5a, buf_len);
-	if (o->mode == SWIW_TR_LAT && placer) {
+	if (o->mode == SWIW_TR_LAT && (placer || sigio)) {
 		/* received into its own buffer, as a Write into the target's */
 		pbuf = malloc(o->size);
-		if (!pbuf || placer_start(&pl, fd, pbuf, o)) {
-			if (!pbuf)
-				fprintf(stderr, "%s: out of memory\n", prog);
+		if (!pbuf)
+			fprintf(stderr, "%s: out of memory\n", prog);
+		if (!pbuf ||
+		    (placer ? placer_start : sigio_start)(&pl, fd, pbuf, o))
 			goto out;
-		}
-		started = true;
+		started = placer;
+		armed = sigio;
 	}
 	if (o->mode == SWIW_TR_LAT)
-		rc = o->host ? lat_client(fd, o, buf, started ? &pl : NULL) :
-			       lat_server(fd, o, buf, started ? &pl : NULL);
+		rc = o->host ? lat_client(fd, o, buf,
+					  started || armed ? &pl : NULL) :
+			       lat_server(fd, o, buf,
+					  started || armed ? &pl : NULL);
 	else
 		rc = o->host ? bw_client(fd, o, buf) :
 			       bw_server(fd, buf, buf_len);
@@ -585,6 +662,8 @@ out:
 			shutdown(fd, SHUT_RDWR);
 		pthread_join(pl.thread, NULL);
 	}
+	if (armed)
+		signal(SIGRTMIN, SIG_IGN);
 	free(pbuf);
 	free(buf);
 	if (fd >= 0)
@@ -607,6 +686,7 @@ int main(int argc, char **argv)
 		{ "busy-poll", no_argument, NULL, 'P' },
 		{ "blocking", no_argument, NULL, 'B' },
 		{ "placer", no_argument, NULL, 'T' },
+		{ "sigio", no_argument, NULL, 'I' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -618,7 +698,7 @@ int main(int argc, char **argv)
 
 	if (argc > 0 && argv[0][0])
 		prog = argv[0];
-	while ((c = getopt_long(argc, argv, "p:b:s:n:w:D:S:PBTh", longopts,
+	while ((c = getopt_long(argc, argv, "p:b:s:n:w:D:S:PBTIh", longopts,
 				NULL)) != -1) {
 		switch (c) {
 		case 'p':
@@ -667,6 +747,9 @@ int main(int argc, char **argv)
 		case 'T':
 			placer = true;
 			break;
+		case 'I':
+			sigio = true;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -697,9 +780,13 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s: -D applies to bw only\n", prog);
 		return 2;
 	}
-	if (placer && (o.mode != SWIW_TR_LAT || blocking)) {
-		fprintf(stderr, "%s: -T applies to lat without -B only\n",
+	if ((placer || sigio) && (o.mode != SWIW_TR_LAT || blocking)) {
+		fprintf(stderr, "%s: -T and -I apply to lat without -B only\n",
 			prog);
+		return 2;
+	}
+	if (placer && sigio) {
+		fprintf(stderr, "%s: give -T or -I, not both\n", prog);
 		return 2;
 	}
 	if (o.duration > 0 && have_iters) {
