@@ -814,7 +814,10 @@ for t in $TESTS; do
 			"$(peers_of "$t" "$ratio" "$fr" "$ur") $fr $ur $fl $flr $ftr" >>"$RESULTS"
 		fnote=''
 		[ "$fl" = - ] || fnote=", TCP placed by a thread $fl, swiw/floor $flr"
-		progress "$t $size B: swiw $sv, TCP $tv, swiw/TCP ${ratio}$fnote"
+		# Each round's pair too: a median of few rounds on a noisy host
+		# is read back from them.
+		progress "$t $size B: swiw $sv, TCP $tv, swiw/TCP ${ratio}$fnote;" \
+			"rounds (swiw/TCP): $(paste -d / "$T_TMP/swiw.v" "$T_TMP/tcp.v" | tr '\n' ' ' | sed 's/ $//')"
 	done
 	print_table "$t"
 	print_floor "$t"

@@ -200,7 +200,9 @@ run env -u SWIW_TEST_PRELOAD bash "$BENCH" --swiw-run "$T_TMP/swiw-run" \
 assert_ok "perf_vs_tcp.sh -r 3 with stand-ins"
 out_has "^ +1 +5\.00 +3\.00 +1\.00x +<=1\.2x  MET\$" "the median of the pairs' ratios"
 out_has "^verdict: all 1 cells with an aim MET\$"
-pass "swiw/TCP is the median of the interleaved pairs' own ratios"
+err_has "^# send_lat 1 B: swiw 5\.00, TCP 3\.00, swiw/TCP 1\.0000; rounds \(swiw/TCP\): 1\.00/1\.00 5\.00/10\.00 9\.00/3\.00\$" \
+	"each round's pair in the progress line"
+pass "swiw/TCP is the median of the interleaved pairs' own ratios, each pair shown"
 
 # A run whose clock fit failed (perftest says so, reports 0 and exits 1)
 # runs again, latency and bandwidth (with the PD leak bandwidth allows);
