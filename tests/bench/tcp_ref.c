@@ -350,6 +350,18 @@ static void sigio_handler(int sig)
 	errno = saved;
 }
 
+/* What -T's thread and -I's handler both start from. */
+static void placer_init(struct swiw_tr_placer *pl, int fd, char *buf,
+			const struct swiw_tr_opts *o)
+{
+	pl->fd = fd;
+	pl->buf = buf;
+	pl->size = o->size;
+	pl->total = o->warmup + o->iters;
+	atomic_init(&pl->placed, 0);
+	atomic_init(&pl->err, 0);
+}
+
 static int sigio_start(struct swiw_tr_placer *pl, int fd, char *buf,
 		       const struct swiw_tr_opts *o)
 {
@@ -358,11 +370,7 @@ static int sigio_start(struct swiw_tr_placer *pl, int fd, char *buf,
 				.sa_flags = SA_RESTART };
 	int fl;
 
-	pl->fd = fd;
-	pl->buf = buf;
-	pl->size = o->size;
-	atomic_init(&pl->placed, 0);
-	atomic_init(&pl->err, 0);
+	placer_init(pl, fd, buf, o);
 	sig_pl = pl;
 	sigemptyset(&sa.sa_mask);
 	fl = fcntl(fd, F_GETFL);
@@ -404,12 +412,7 @@ static int placer_start(struct swiw_tr_placer *pl, int fd, char *buf,
 {
 	int err;
 
-	pl->fd = fd;
-	pl->buf = buf;
-	pl->size = o->size;
-	pl->total = o->warmup + o->iters;
-	atomic_init(&pl->placed, 0);
-	atomic_init(&pl->err, 0);
+	placer_init(pl, fd, buf, o);
 	err = pthread_create(&pl->thread, NULL, placer_main, pl);
 	if (err)
 		fprintf(stderr, "%s: pthread_create: %s\n", prog,
@@ -584,7 +587,7 @@ static int server_hello(int fd, struct swiw_tr_opts *o)
 
 static int run(struct swiw_tr_opts *o)
 {
-	struct swiw_tr_placer pl;
+	struct swiw_tr_placer pl, *wait_pl = NULL;
 	struct swiw_tr_hello h;
 	int fd, lfd = -1, rc = -1;
 	char *buf = NULL, *pbuf = NULL;
@@ -646,12 +649,11 @@ static int run(struct swiw_tr_opts *o)
 			goto out;
 		started = placer;
 		armed = sigio;
+		wait_pl = &pl;
 	}
 	if (o->mode == SWIW_TR_LAT)
-		rc = o->host ? lat_client(fd, o, buf,
-					  started || armed ? &pl : NULL) :
-			       lat_server(fd, o, buf,
-					  started || armed ? &pl : NULL);
+		rc = o->host ? lat_client(fd, o, buf, wait_pl) :
+			       lat_server(fd, o, buf, wait_pl);
 	else
 		rc = o->host ? bw_client(fd, o, buf) :
 			       bw_server(fd, buf, buf_len);

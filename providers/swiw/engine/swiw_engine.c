@@ -1021,9 +1021,8 @@ static bool thread_trylock(void)
 static void thread_lock(void)
 {
 	struct timespec ts = { 0, SWIW_ENG_LOCK_NAP_NS };
-	unsigned int i;
 
-	for (i = 0;; i++) {
+	for (;;) {
 		if (thread_trylock())
 			return;
 		nanosleep(&ts, NULL);
