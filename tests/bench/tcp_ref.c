@@ -329,7 +329,13 @@ static void sigio_handler(int sig)
 	ssize_t n;
 
 	(void)sig;
-	while (!atomic_load_explicit(&pl->err, memory_order_relaxed)) {
+	/*
+	 * Not past the run's last message: the peer's close after it is no
+	 * error, and reading it here could fail a run that had ended well.
+	 */
+	while (!atomic_load_explicit(&pl->err, memory_order_relaxed) &&
+	       atomic_load_explicit(&pl->placed, memory_order_relaxed) <
+		       pl->total) {
 		n = recv(pl->fd, pl->buf + sig_got, pl->size - sig_got,
 			 MSG_DONTWAIT);
 		if (n < 0 && errno == EINTR)
@@ -398,8 +404,14 @@ static bool lat_wait(int fd, struct swiw_tr_placer *pl, char *buf,
 	if (!pl)
 		return recv_all(fd, buf, size);
 	while (atomic_load_explicit(&pl->placed, memory_order_acquire) <= i) {
-		err = atomic_load_explicit(&pl->err, memory_order_relaxed);
-		if (err) {
+		/*
+		 * A failure is read after the count: a message placed just
+		 * before it (the handler can run between the two loads)
+		 * still counts.
+		 */
+		err = atomic_load_explicit(&pl->err, memory_order_acquire);
+		if (err && atomic_load_explicit(&pl->placed,
+						memory_order_acquire) <= i) {
 			errno = err < 0 ? 0 : err - 1;
 			return false;
 		}
