@@ -32,7 +32,11 @@ Tests (-t; default: send_lat,write_lat,write_bw,send_bw; "all" is every one):
                against tcp_ref -T, TCP whose messages a thread sleeping in
                recv() places while the program spins on memory: the floor
                of placement by a progress thread (a table and a line
-               "floor:" after the verdict)
+               "floor:" after the verdict); with --peers also
+               swiw-bench -o write -P, whose target polls its CQ while it
+               polls its memory: UCX's ucp_put_lat is that idiom (its
+               target calls progress; with -o, not calling it, UCX over
+               tcp never completes), so the peers are judged against it
   write_imm_lat  swiw-bench -o write_imm (RDMA Write with Immediate ping-pong;
                perftest has none), one-way; TCP ping-pong, busy-polled
   read_lat     ib_read_lat, round trip; TCP: two one-way hops
@@ -305,6 +309,10 @@ for t in $TESTS; do
 		;;
 	*) need_cmd "ib_${t%_ev}" ;;
 	esac
+	# --peers judges write_lat's peers against swiw-bench -o write -P
+	if [ "$t" = write_lat ] && [ -n "$PEERS" ] && [ ! -x "$SWIW_BENCH" ]; then
+		fail "swiw-bench not found or not executable: '$SWIW_BENCH' (--peers with write_lat; use --build or --swiw-bench)"
+	fi
 done
 [ -z "$PEERS" ] || need_cmd fi_pingpong ucx_perftest
 AIM_BIG=0.9
@@ -564,6 +572,18 @@ floor_once() {
 	figure tcp_ref "$1" 4
 }
 
+# progress_once SIZE: swiw-bench -o write -P, a Write ping-pong whose
+# target polls its CQ while it polls its memory, as the target of UCX's
+# ucp_put_lat calls ucp_worker_progress: the idiom UCX's write_lat figure
+# is of, which --peers compares it with. Figure in VALUE.
+progress_once() {
+	pair "swiw-bench -o write -P -s $1 over swiw" '' \
+		"${SRV_PIN[@]}" "${SWIW[@]}" "$SWIW_BENCH" --server -b "$ADDR" -p @PORT@ -- \
+		"${CLI_PIN[@]}" "${SWIW[@]}" "$SWIW_BENCH" -o write -P -s "$1" \
+		-n "$LAT_ITERS" -p @PORT@ "$ADDR"
+	figure swiw-bench "$1" 5
+}
+
 # fi_once TEST SIZE: libfabric's tcp provider doing the same, where
 # libfabric-bin has a program for it (fi_pingpong: Send latency, one way,
 # the average); its figure in VALUE, or "-".
@@ -683,8 +703,9 @@ peers_of() {
 
 # --- the runs ---------------------------------------------------------------------
 # One a line: test size swiw tcp swiw/tcp aim-op aim met libfabric UCX
-# peers (peers_of) libfabric/tcp UCX/tcp floor swiw/floor floor/tcp ("-"
-# where there is none; the floor is write_lat's, floor_once); the ratios
+# peers (peers_of) libfabric/tcp UCX/tcp floor swiw/floor floor/tcp
+# swiw-progress swiw-progress/tcp ("-" where there is none; the floor and
+# swiw-progress are write_lat's, floor_once and progress_once); the ratios
 # are medians of paired runs' ratios (pair_ratio).
 RESULTS=$T_TMP/results
 : >"$RESULTS"
@@ -720,6 +741,24 @@ print_floor() {
 			"swiw/floor", "floor/TCP" }
 		$1 == t && $14 != "-" {
 			printf "%10d %12.2f %12.2f %10.2fx %9.2fx\n", $2, $3, $14, $15, $16
+		}' "$RESULTS"
+}
+
+# print_progress TEST: with --peers, write_lat's like-for-like figure
+# (progress_once) beside UCX's, which the peers column judges.
+print_progress() {
+	awk '$17 != "-"' "$RESULTS" | grep -q "^$1 " || return 0
+	echo
+	echo "swiw-bench -o write -P (the target polls its CQ and its memory, as" \
+		"UCX's ucp_put_lat's target calls progress) vs TCP ping-pong:" \
+		"one-way latency, t_typical (median), usec; the peers column of" \
+		"ib_$1 judges this figure against UCX's"
+	awk -v t="$1" '
+		function r(v) { return v == "-" ? "-" : sprintf("%.2fx", v) }
+		BEGIN { printf "%10s %12s %12s %10s %10s\n", "bytes", "swiw -P", "TCP",
+			"swiw-P/TCP", "UCX/TCP" }
+		$1 == t && $17 != "-" {
+			printf "%10d %12.2f %12.2f %9.2fx %10s\n", $2, $17, $4, $18, r($13)
 		}' "$RESULTS"
 }
 
@@ -760,6 +799,7 @@ for t in $TESTS; do
 		: >"$T_TMP/fi.v"
 		: >"$T_TMP/ucx.v"
 		: >"$T_TMP/floor.v"
+		: >"$T_TMP/prog.v"
 		for ((r = 0; r < REPEAT; r++)); do
 			# Odd repeats run TCP first: on this kind of host the
 			# second run of a pair reads slower more often than not,
@@ -782,6 +822,10 @@ for t in $TESTS; do
 				echo "$VALUE" >>"$T_TMP/floor.v"
 			fi
 			[ -n "$PEERS" ] || continue
+			if [ "$t" = write_lat ]; then
+				progress_once "$size"
+				echo "$VALUE" >>"$T_TMP/prog.v"
+			fi
 			fi_once "$t" "$size"
 			[ "$VALUE" = - ] || echo "$VALUE" >>"$T_TMP/fi.v"
 			ucx_once "$t" "$size"
@@ -802,6 +846,12 @@ for t in $TESTS; do
 			flr=$(pair_ratio "$T_TMP/swiw.v" "$T_TMP/floor.v")
 			ftr=$(pair_ratio "$T_TMP/floor.v" "$T_TMP/tcp.v")
 		fi
+		pv=- pr=- peer_r=$ratio
+		if [ -s "$T_TMP/prog.v" ]; then
+			pv=$(median <"$T_TMP/prog.v")
+			pr=$(pair_ratio "$T_TMP/prog.v" "$T_TMP/tcp.v")
+			peer_r=$pr
+		fi
 		aim=$(aim_of "$t" "$size")
 		met=-
 		if [ "$aim" != - ]; then
@@ -811,7 +861,7 @@ for t in $TESTS; do
 		fi
 		[ "$aim" != - ] || aim='- -'
 		echo "$t $size $sv $tv $ratio $aim $met $fv $uv" \
-			"$(peers_of "$t" "$ratio" "$fr" "$ur") $fr $ur $fl $flr $ftr" >>"$RESULTS"
+			"$(peers_of "$t" "$peer_r" "$fr" "$ur") $fr $ur $fl $flr $ftr $pv $pr" >>"$RESULTS"
 		fnote=''
 		[ "$fl" = - ] || fnote=", TCP placed by a thread $fl, swiw/floor $flr"
 		# Each round's pair too: a median of few rounds on a noisy host
@@ -821,6 +871,7 @@ for t in $TESTS; do
 	done
 	print_table "$t"
 	print_floor "$t"
+	print_progress "$t"
 done
 
 # --- verdict ----------------------------------------------------------------------

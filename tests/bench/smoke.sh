@@ -249,6 +249,24 @@ out_has "^peers: swiw ahead of libfabric tcp and UCX tcp in 0 of 1 cells; BEHIND
 	"the verdict on the peers by the ratios"
 pass "--peers: fi/TCP and UCX/TCP are medians of the rounds' own ratios too"
 
+# write_lat's peers are judged by swiw-bench -o write -P, the idiom of
+# UCX's ucp_put_lat (its target calls progress): swiw's ib_write_lat 9.00
+# against TCP 3.00 is behind UCX's 4.50, its -P figure 2.40 ahead. The
+# stand-in swiw-run gives both swiw figures; tcp_ref's second is the floor.
+printf '%s\n' 9.00 2.40 >"$T_TMP/swiw.figures"
+printf '%s\n' 3.00 6.00 >"$T_TMP/tcp.figures"
+printf '%s\n' 4.50 >"$T_TMP/ucx.figures"
+run env -u SWIW_TEST_PRELOAD PATH="$T_TMP/peers:$PATH" bash "$BENCH" \
+	--swiw-run "$T_TMP/swiw-run" --tcp-ref "$T_TMP/tcp_ref_fixed" \
+	--swiw-bench "$T_TMP/swiw-run" -n 20 -t write_lat --lat-sizes 1 --peers --timeout 30
+assert_ok "perf_vs_tcp.sh -t write_lat --peers with stand-ins"
+out_has "^ +1 +9\.00 +3\.00 +3\.00x +- +1\.50x +<=1\.5x MISSED +AHEAD\$" \
+	"ib_write_lat's row, its peers judged by the -P figure"
+out_has "^ +bytes +swiw -P +TCP +swiw-P/TCP +UCX/TCP\$"
+out_has "^ +1 +2\.40 +3\.00 +0\.80x +1\.50x\$" "swiw-bench -o write -P's row"
+out_has "^peers: swiw ahead of libfabric tcp and UCX tcp in all 1 cells\$"
+pass "--peers: write_lat's peers against swiw-bench -o write -P, UCX's idiom"
+
 # tcp_ref -I, the floor of placement by a signal (the note of issue 15):
 # the ping-pong runs to its end and prints a row, with 2 KiB messages that
 # may take more than one signal each.

@@ -59,6 +59,8 @@ enum swiw_bench_op {
 
 #define SWIW_BENCH_F_EVENT 0x1u /* wait on a completion channel */
 #define SWIW_BENCH_F_LAST 0x2u /* the server exits after this point */
+/* write: the waiting side polls its CQ while it polls its memory */
+#define SWIW_BENCH_F_PROGRESS 0x4u
 
 /* The client's connect private data, in network byte order. */
 struct swiw_bench_req {
@@ -137,6 +139,8 @@ static void usage(FILE *f)
 		"  -n, --iters N       timed round trips per size (default 1000)\n"
 		"  -w, --warmup N      untimed round trips first (default 16)\n"
 		"  -e, --event         wait for completions on a completion channel\n"
+		"  -P, --progress      write: poll the CQ while polling memory, as\n"
+		"                      UCX's ucp_put_lat calls progress while waiting\n"
 		"  -p, --port PORT     port (default 18516)\n"
 		"  -b, --bind ADDR     server: listen on ADDR only\n"
 		"  -h, --help          this text\n",
@@ -365,13 +369,43 @@ static int post_op(struct swiw_bench_conn *c, uint8_t seq)
  * is RDMA's memory-polling idiom: the read races with the placement by
  * design, as with an RNIC's DMA, so it is no data race for TSan to judge.
  */
-__attribute__((no_sanitize("thread"))) static void
-wait_mem(const struct swiw_bench_conn *c, uint8_t seq)
+__attribute__((no_sanitize("thread"))) static bool
+mem_has(const struct swiw_bench_conn *c, uint8_t seq)
 {
 	const volatile char *last = c->buf + 2 * (size_t)c->size - 1;
 
-	while ((uint8_t)*last != seq)
-		;
+	return (uint8_t)*last == seq;
+}
+
+/*
+ * With --progress the wait polls the CQ as well, the idiom of UCX's
+ * ucp_put_lat (its responder calls ucp_worker_progress while it waits):
+ * a library whose progress is the program's own calls places the Write
+ * there. The completions it takes are the Writes' own.
+ */
+static int wait_mem(struct swiw_bench_conn *c, uint8_t seq)
+{
+	struct ibv_wc wc;
+	int n;
+
+	while (!mem_has(c, seq)) {
+		if (!(c->flags & SWIW_BENCH_F_PROGRESS))
+			continue;
+		n = ibv_poll_cq(c->cq, 1, &wc);
+		if (n < 0) {
+			fprintf(stderr, "%s: ibv_poll_cq failed\n", prog);
+			return -1;
+		}
+		if (!n)
+			continue;
+		if (wc.status != IBV_WC_SUCCESS || wc.opcode & IBV_WC_RECV) {
+			fprintf(stderr, "%s: write completion: %s\n", prog,
+				ibv_wc_status_str(wc.status));
+			return -1;
+		}
+		c->sends_out--;
+	}
+	return 0;
 }
 
 /* The one-way wait of a round trip: the peer's answer has arrived. */
@@ -388,8 +422,7 @@ static int wait_answer(struct swiw_bench_conn *c, uint8_t seq)
 		err = reap(c, IBV_WC_RECV_RDMA_WITH_IMM, false);
 		break;
 	case SWIW_BENCH_WRITE:
-		wait_mem(c, seq);
-		return 0;
+		return wait_mem(c, seq);
 	case SWIW_BENCH_READ:
 		return reap(c, IBV_WC_RDMA_READ, false);
 	}
@@ -520,7 +553,8 @@ static int take_request(struct swiw_bench_conn *c,
 	if (!size || size > SWIW_BENCH_MAX_SIZE || !iters ||
 	    iters > SWIW_BENCH_MAX_ITERS || warmup > SWIW_BENCH_MAX_ITERS)
 		return -1;
-	if (flags & ~(SWIW_BENCH_F_EVENT | SWIW_BENCH_F_LAST))
+	if (flags &
+	    ~(SWIW_BENCH_F_EVENT | SWIW_BENCH_F_LAST | SWIW_BENCH_F_PROGRESS))
 		return -1;
 	c->op = r->op;
 	c->size = size;
@@ -764,7 +798,10 @@ static int client(const char *host, const char *port,
 		goto out;
 	printf("swiw-bench ping: %s, %s; %u iterations after %u untimed\n",
 	       op_name(point->op),
-	       point->flags & SWIW_BENCH_F_EVENT ? "completion events" :
+	       point->flags & SWIW_BENCH_F_EVENT ?
+		       "completion events" :
+	       point->flags & SWIW_BENCH_F_PROGRESS ?
+		       "the target polls its memory and its CQ" :
 	       point->op == SWIW_BENCH_WRITE ? "the target polls its memory" :
 					       "busy polling",
 	       point->iters, point->warmup);
@@ -814,6 +851,7 @@ int main(int argc, char **argv)
 		{ "iters", required_argument, NULL, 'n' },
 		{ "warmup", required_argument, NULL, 'w' },
 		{ "event", no_argument, NULL, 'e' },
+		{ "progress", no_argument, NULL, 'P' },
 		{ "port", required_argument, NULL, 'p' },
 		{ "bind", required_argument, NULL, 'b' },
 		{ "help", no_argument, NULL, 'h' },
@@ -832,7 +870,7 @@ int main(int argc, char **argv)
 
 	if (argc > 0 && argv[0][0])
 		prog = argv[0];
-	while ((c = getopt_long(argc, argv, "So:s:an:w:ep:b:h", longopts,
+	while ((c = getopt_long(argc, argv, "So:s:an:w:ePp:b:h", longopts,
 				NULL)) != -1) {
 		switch (c) {
 		case 'S':
@@ -870,6 +908,9 @@ int main(int argc, char **argv)
 		case 'e':
 			point.flags |= SWIW_BENCH_F_EVENT;
 			break;
+		case 'P':
+			point.flags |= SWIW_BENCH_F_PROGRESS;
+			break;
 		case 'p':
 			if (!swiw_bu_parse_u32(optarg, 1, 65535, &v))
 				goto bad_value;
@@ -898,6 +939,11 @@ int main(int argc, char **argv)
 		fprintf(stderr,
 			"%s: write polls memory; -e applies to send, write_imm and read\n",
 			prog);
+		return 2;
+	}
+	if (point.op != SWIW_BENCH_WRITE &&
+	    (point.flags & SWIW_BENCH_F_PROGRESS)) {
+		fprintf(stderr, "%s: -P applies to write only\n", prog);
 		return 2;
 	}
 	if (is_server)

@@ -30,13 +30,17 @@ ping() {
 }
 
 for op in send write_imm write read; do
-	modes=busy
+	modes="busy progress"
 	[ "$op" = write ] || modes="busy event"
 	for mode in $modes; do
 		opt=()
 		[ "$mode" = event ] && opt=(-e)
+		[ "$mode" = progress ] && opt=(-P)
 		ping "$op $mode" -o "$op" -s 1,4096 -n 50 "${opt[@]}"
 		out_has "^swiw-bench ping: $op, " "$op $mode: the heading"
+		[ "$mode" != progress ] ||
+			out_has "^swiw-bench ping: write, the target polls its memory and its CQ;" \
+				"write -P: the heading"
 		for s in 1 4096; do
 			out_has "^ +$s +50 +$ROW\$" "$op $mode: the $s-byte row"
 		done
@@ -62,6 +66,9 @@ pass "a connection request with no point in it is turned away; the server goes o
 run "$BENCH" -o write -e 127.0.0.1
 assert_rc 2 "swiw-bench -o write -e"
 err_has "write polls memory"
+run "$BENCH" -o send -P 127.0.0.1
+assert_rc 2 "swiw-bench -o send -P"
+err_has "-P applies to write only"
 run "$BENCH" -o bogus 127.0.0.1
 assert_rc 2 "swiw-bench -o bogus"
 run "$BENCH" -s 0 127.0.0.1
