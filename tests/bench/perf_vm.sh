@@ -12,7 +12,8 @@
 # the boots (perf_vm_agg.py), --csv and --plot (gnuplot; rendered for
 # .svg/.png when gnuplot is installed) write them. NAME=VALUE goes to the
 # guest: PERF_BW_SIZES, PERF_LAT_SIZES, PERF_WLAT_SIZES, PERF_BW_ITERS,
-# PERF_LAT_ITERS, PERF_PIN=1 (servers on CPU 1, clients on CPU 0). A
+# PERF_LAT_ITERS, PERF_LAT_ROUNDS (runs of each latency cell a boot,
+# default 3), PERF_PIN=1 (servers on CPU 1, clients on CPU 0). A
 # benchmark, not a test.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)

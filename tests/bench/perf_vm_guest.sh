@@ -9,6 +9,11 @@
 #  - the kernel's rxe (Debian's rdma_rxe), rxe0 on another dummy link
 #    (10.9.0.1), through rdma_cm;
 # and tcp_ref doing the same transfer over loopback, all in the same boot.
+# PERF_LAT_ROUNDS=R (default 3) runs each latency cell R times, the
+# stacks in turn and in reverse order every second round, and reports
+# the median: under TCG one ib_write_lat run of a stack moves by a third
+# from the next (perftest reads the emulated HPET on every turn of its
+# wait loop), more than the stacks differ.
 # PERF_PIN=1 runs each server on CPU 1 and each client on CPU 0 (taskset;
 # threads inherit it), the figures of a CPU that is not shared between
 # the two sides, which the scheduler otherwise decides run by run.
@@ -27,6 +32,8 @@ LAT_SIZES=${PERF_LAT_SIZES:-8 4096}
 WLAT_SIZES=${PERF_WLAT_SIZES:-8}
 BW_ITERS=${PERF_BW_ITERS:-2000}
 LAT_ITERS=${PERF_LAT_ITERS:-500}
+LAT_ROUNDS=${PERF_LAT_ROUNDS:-3}
+[[ $LAT_ROUNDS =~ ^[1-9][0-9]*$ ]] || fail "PERF_LAT_ROUNDS takes a count"
 SIW_ADDR=10.9.1.1
 RXE_ADDR=10.9.0.1
 PORT=20000
@@ -102,50 +109,62 @@ bounded rdma link add rxe0 type rxe netdev rxed || fail "rdma link add rxe0"
 wait_until 20 "siw0 PORT_ACTIVE" port_active siw0
 wait_until 20 "rxe0 PORT_ACTIVE" port_active rxe0
 
-# got KIND STACK SIZE FIGURE: fig and cpu of one run, and the lines
-# perf_vm.sh gathers over boots: "PERF-FIG kind stack size figure" and
-# "PERF-CPU kind stack size cpu-ms wall-ms" (the passive side's).
-declare -A fig cpu
+# got KIND STACK SIZE FIGURE: fig (the median of the cell's runs so far)
+# and cpu of one run, and the lines perf_vm.sh gathers over boots:
+# "PERF-FIG kind stack size figure" and "PERF-CPU kind stack size cpu-ms
+# wall-ms" (the passive side's).
+declare -A fig cpu runs
 got() {
 	local c
 
-	fig[$1,$2,$3]=$4
+	runs[$1,$2,$3]+="$4 "
+	# shellcheck disable=SC2086 # the figures are words
+	fig[$1,$2,$3]=$(printf '%s\n' ${runs[$1,$2,$3]} | sort -g |
+		awk '{ v[NR] = $1 } END { printf "%.2f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
 	c=$(cat "$T_TMP/srv.cpu" 2>/dev/null)
 	cpu[$1,$2,$3]=${c:-- -}
 	echo "PERF-FIG $1 $2 $3 $4"
 	echo "PERF-CPU $1 $2 $3 ${cpu[$1,$2,$3]}"
 }
 
-# run_all KIND PROG FIELD ITERS SIZE: the figure of each stack.
+# run_all KIND PROG FIELD ITERS SIZE [ORDER]: the figure of each stack,
+# in ORDER (default: in-process, kernel helper, siw, rxe).
 run_all() {
 	local kind=$1 prog=$2 field=$3 n=$4 s=$5 e f
 
-	for e in inprocess kernel; do
-		f=$(pair "$field" 127.0.0.1 env SWIW_ENGINE=$e "$SWIW_RUN" \
-			"$prog" -- -d swiw_lo -x 0 -s "$s" -n "$n") || exit 1
+	for e in ${6:-inprocess kernel siw rxe}; do
+		case $e in
+		inprocess | kernel)
+			f=$(pair "$field" 127.0.0.1 env SWIW_ENGINE=$e "$SWIW_RUN" \
+				"$prog" -- -d swiw_lo -x 0 -s "$s" -n "$n") || exit 1
+			;;
+		siw) f=$(pair "$field" "$SIW_ADDR" "$prog" -- -R -d siw0 -s "$s" -n "$n") || exit 1 ;;
+		rxe) f=$(pair "$field" "$RXE_ADDR" "$prog" -- -R -d rxe0 -s "$s" -n "$n") || exit 1 ;;
+		esac
 		got "$kind" "$e" "$s" "$f"
 	done
-	f=$(pair "$field" "$SIW_ADDR" "$prog" -- -R -d siw0 -s "$s" -n "$n") || exit 1
-	got "$kind" siw "$s" "$f"
-	f=$(pair "$field" "$RXE_ADDR" "$prog" -- -R -d rxe0 -s "$s" -n "$n") || exit 1
-	got "$kind" rxe "$s" "$f"
 }
 for s in $BW_SIZES; do
 	run_all bw ib_write_bw 4 "$BW_ITERS" "$s"
 	f=$(pair 3 127.0.0.1 "$TCP_REF" bw -- -s "$s" -n "$BW_ITERS") || exit 1
 	got bw tcp "$s" "$f"
 done
-for s in $LAT_SIZES; do
-	run_all lat ib_read_lat 5 "$LAT_ITERS" "$s"
-	# A READ is a whole round trip: compare with TCP's (twice RTT/2).
-	t=$(pair 4 127.0.0.1 "$TCP_REF" lat -- -s "$s" -n "$LAT_ITERS") || exit 1
-	got lat tcp "$s" "$(awk -v t="$t" 'BEGIN { printf "%.2f", 2 * t }')"
-done
-for s in $WLAT_SIZES; do
-	run_all wlat ib_write_lat 5 "$LAT_ITERS" "$s"
-	# One way, as perftest's figure.
-	t=$(pair 4 127.0.0.1 "$TCP_REF" lat -- -s "$s" -n "$LAT_ITERS") || exit 1
-	got wlat tcp "$s" "$t"
+for ((round = 0; round < LAT_ROUNDS; round++)); do
+	order="inprocess kernel siw rxe"
+	((round % 2 == 0)) || order="rxe siw kernel inprocess"
+	for s in $LAT_SIZES; do
+		run_all lat ib_read_lat 5 "$LAT_ITERS" "$s" "$order"
+		# A READ is a whole round trip: compare with TCP's (twice RTT/2).
+		t=$(pair 4 127.0.0.1 "$TCP_REF" lat -- -s "$s" -n "$LAT_ITERS") || exit 1
+		got lat tcp "$s" "$(awk -v t="$t" 'BEGIN { printf "%.2f", 2 * t }')"
+	done
+	for s in $WLAT_SIZES; do
+		run_all wlat ib_write_lat 5 "$LAT_ITERS" "$s" "$order"
+		# One way, as perftest's figure.
+		t=$(pair 4 127.0.0.1 "$TCP_REF" lat -- -s "$s" -n "$LAT_ITERS") || exit 1
+		got wlat tcp "$s" "$t"
+	done
+	echo "perf: latency round $((round + 1)) of $LAT_ROUNDS done"
 done
 
 # table KIND TITLE AIM SIZE...: one table of the figures fig[KIND,...];
