@@ -398,9 +398,15 @@ static int wait_mem(struct swiw_bench_conn *c, uint8_t seq)
 		}
 		if (!n)
 			continue;
-		if (wc.status != IBV_WC_SUCCESS || wc.opcode & IBV_WC_RECV) {
+		if (wc.status != IBV_WC_SUCCESS) {
 			fprintf(stderr, "%s: write completion: %s\n", prog,
 				ibv_wc_status_str(wc.status));
+			return -1;
+		}
+		if (wc.opcode & IBV_WC_RECV) {
+			fprintf(stderr,
+				"%s: a receive completed in a write point\n",
+				prog);
 			return -1;
 		}
 		c->sends_out--;
