@@ -119,8 +119,7 @@ got() {
 
 	runs[$1,$2,$3]+="$4 "
 	# shellcheck disable=SC2086 # the figures are words
-	fig[$1,$2,$3]=$(printf '%s\n' ${runs[$1,$2,$3]} | sort -g |
-		awk '{ v[NR] = $1 } END { printf "%.2f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
+	fig[$1,$2,$3]=$(printf '%s\n' ${runs[$1,$2,$3]} | median)
 	c=$(cat "$T_TMP/srv.cpu" 2>/dev/null)
 	cpu[$1,$2,$3]=${c:-- -}
 	echo "PERF-FIG $1 $2 $3 $4"

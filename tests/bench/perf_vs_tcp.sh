@@ -302,17 +302,13 @@ if [ -n "$PIN" ]; then
 	SRV_PIN=(taskset -c "${PIN%,*}") CLI_PIN=(taskset -c "${PIN#*,}")
 fi
 for t in $TESTS; do
-	case "$t" in
-	write_imm_lat)
+	# write_imm_lat runs swiw-bench, and so does --peers for write_lat
+	# (swiw-bench -o write -P); perftest has the rest.
+	if [ "$t" = write_imm_lat ] || { [ "$t" = write_lat ] && [ -n "$PEERS" ]; }; then
 		[ -x "$SWIW_BENCH" ] ||
 			fail "swiw-bench not found or not executable: '$SWIW_BENCH' (use --build or --swiw-bench)"
-		;;
-	*) need_cmd "ib_${t%_ev}" ;;
-	esac
-	# --peers judges write_lat's peers against swiw-bench -o write -P
-	if [ "$t" = write_lat ] && [ -n "$PEERS" ] && [ ! -x "$SWIW_BENCH" ]; then
-		fail "swiw-bench not found or not executable: '$SWIW_BENCH' (--peers with write_lat; use --build or --swiw-bench)"
 	fi
+	[ "$t" = write_imm_lat ] || need_cmd "ib_${t%_ev}"
 done
 [ -z "$PEERS" ] || need_cmd fi_pingpong ucx_perftest
 AIM_BIG=0.9
@@ -645,13 +641,6 @@ aim_of() {
 		esac
 		;;
 	esac
-}
-
-# median [FORMAT]: the median of the numbers on stdin, printed with FORMAT
-# (default %.2f).
-median() {
-	sort -g | awk -v f="${1:-%.2f}" '{ v[NR] = $1 }
-		END { printf f "\n", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
 # pair_ratio FILE TCP-FILE: the median of FILE/TCP over the runs paired

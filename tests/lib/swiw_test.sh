@@ -310,6 +310,13 @@ split_args() {
 	AFTER=("$@")
 }
 
+# median [FORMAT]: the median of the numbers on stdin, printed with FORMAT
+# (default %.2f).
+median() {
+	sort -g | awk -v f="${1:-%.2f}" '{ v[NR] = $1 }
+		END { printf f "\n", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
 # --- waiting ----------------------------------------------------------------
 # poll SECONDS CMD...: runs CMD every 0.1 s until it succeeds; 1 if it
 # has not after SECONDS.
