@@ -232,6 +232,17 @@ int swiw_config_set(struct swiw_config *cfg, const char *key, const char *value)
 			return -1;
 		return 0;
 	}
+	if (!strcmp(key, "clock")) {
+		if (!strcmp(value, "auto"))
+			cfg->clock = SWIW_CLOCK_CFG_AUTO;
+		else if (!strcmp(value, "system"))
+			cfg->clock = SWIW_CLOCK_CFG_SYSTEM;
+		else if (!strcmp(value, "tsc"))
+			cfg->clock = SWIW_CLOCK_CFG_TSC;
+		else
+			return -1;
+		return 0;
+	}
 	if (!strcmp(key, "connect_timeout")) {
 		long ms = parse_duration_ms(value);
 
@@ -396,6 +407,7 @@ static void config_load(void)
 	config_env(&the_config, "SWIW_CONNECT_TIMEOUT", "connect_timeout");
 	config_env(&the_config, "SWIW_PROGRESS", "progress");
 	config_env(&the_config, "SWIW_ENGINE", "engine");
+	config_env(&the_config, "SWIW_CLOCK", "clock");
 	config_env(&the_config, "SWIW_MPA_CRC", "mpa_crc");
 	config_env(&the_config, "SWIW_MPA_MARKERS", "mpa_markers");
 	config_env(&the_config, "SWIW_MPA_REV", "mpa_rev");

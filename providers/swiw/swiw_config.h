@@ -21,6 +21,8 @@ struct swiw_config {
 	unsigned int connect_timeout_ms;
 	/* Who drives the engine (swiw(7), PROGRESS). */
 	int progress; /* enum swiw_progress */
+	/* The engine's clock (swiw(7), CONFIGURATION). */
+	int clock; /* enum swiw_clock_cfg */
 	/* Which engine runs the queues (swiw(7), KERNEL HELPER). */
 	int engine; /* enum swiw_engine_cfg */
 	/* What this side asks for in MPA (swiw(7), WIRE PROTOCOL). */
@@ -55,6 +57,12 @@ enum swiw_engine_cfg {
 	SWIW_ENGINE_CFG_INPROCESS,
 	SWIW_ENGINE_CFG_KERNEL, /* the kernel helper, or no device opens */
 	SWIW_ENGINE_CFG_RING, /* the helper's lower half, in the process */
+};
+
+enum swiw_clock_cfg {
+	SWIW_CLOCK_CFG_AUTO, /* the TSC where clock_gettime is a syscall */
+	SWIW_CLOCK_CFG_SYSTEM,
+	SWIW_CLOCK_CFG_TSC,
 };
 
 enum swiw_progress {

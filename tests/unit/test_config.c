@@ -181,6 +181,15 @@ static void test_broker_keys(void **state)
 	assert_int_equal(cfg.engine, SWIW_ENGINE_CFG_AUTO);
 	assert_int_equal(swiw_config_set(&cfg, "engine", "gpu"), -1);
 	assert_int_equal(cfg.engine, SWIW_ENGINE_CFG_AUTO);
+	assert_int_equal(cfg.clock, SWIW_CLOCK_CFG_AUTO);
+	assert_int_equal(swiw_config_set(&cfg, "clock", "tsc"), 0);
+	assert_int_equal(cfg.clock, SWIW_CLOCK_CFG_TSC);
+	assert_int_equal(swiw_config_set(&cfg, "clock", "system"), 0);
+	assert_int_equal(cfg.clock, SWIW_CLOCK_CFG_SYSTEM);
+	assert_int_equal(swiw_config_set(&cfg, "clock", "hpet"), -1);
+	assert_int_equal(cfg.clock, SWIW_CLOCK_CFG_SYSTEM);
+	assert_int_equal(swiw_config_set(&cfg, "clock", "auto"), 0);
+	assert_int_equal(cfg.clock, SWIW_CLOCK_CFG_AUTO);
 
 	/* MPA: what this side asks for. */
 	assert_false(cfg.mpa_crc);

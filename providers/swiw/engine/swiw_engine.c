@@ -1657,6 +1657,25 @@ void swiw_engine_mr_gone(void)
 		swiw_eng_doorbell();
 }
 
+/* Before the thread: every reading after this is of one clock. */
+static void eng_clock_init(void)
+{
+	static const int mode[] = {
+		[SWIW_CLOCK_CFG_AUTO] = SWIW_CLOCK_AUTO,
+		[SWIW_CLOCK_CFG_SYSTEM] = SWIW_CLOCK_SYSTEM,
+		[SWIW_CLOCK_CFG_TSC] = SWIW_CLOCK_TSC,
+	};
+	uint64_t cost = swiw_clock_init(mode[swiw_config()->clock]);
+
+	if (swiw_clock_counting() && cost)
+		swiw_info(
+			"engine clock: the CPU's time-stamp counter; clock_gettime() takes %llu ns here",
+			(unsigned long long)cost);
+	else if (swiw_clock_counting())
+		swiw_info(
+			"engine clock: the CPU's time-stamp counter (clock = tsc)");
+}
+
 /* Starts the progress thread once; under the engine lock. */
 int swiw_eng_start(void)
 {
@@ -1668,6 +1687,7 @@ int swiw_eng_start(void)
 	if (eng_started)
 		return 0;
 	eng_poll_mode = swiw_config()->progress == SWIW_PROGRESS_POLL;
+	eng_clock_init();
 	eng_epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (eng_epfd < 0)
 		return errno;

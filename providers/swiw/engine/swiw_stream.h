@@ -11,6 +11,7 @@
 
 #include "swiw.h"
 #include "swiw_backend.h"
+#include "swiw_clock.h"
 #include "swiw_ddp.h"
 #include "swiw_fpdu.h"
 #include "swiw_mpa.h"
@@ -241,15 +242,6 @@ void swiw_eng_doorbell(void);
 void swiw_eng_deadline(uint64_t due_ns);
 void swiw_eng_watch_helper(int fd);
 void swiw_eng_note_deep(void);
-
-/* The engine's clock: CLOCK_MONOTONIC in ns, as its deadlines are kept. */
-static inline uint64_t swiw_eng_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* swiw_stream.c: lifecycle and errors */
 void swiw_stream_event(struct swiw_stream *s, uint32_t events);
