@@ -83,6 +83,20 @@ static int parse_bool(const char *v)
 	return -1;
 }
 
+/* @v among @names, the values of an enum in order: its index, or -1. */
+static int parse_choice(const char *v, const char *const *names, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!strcmp(v, names[i]))
+			return (int)i;
+	return -1;
+}
+
+#define PARSE_CHOICE(v, names) \
+	parse_choice(v, names, sizeof(names) / sizeof(names[0]))
+
 static int parse_log_level(const char *v)
 {
 	char *end;
@@ -153,8 +167,25 @@ static long parse_duration_ms(const char *v)
 	return (long)num;
 }
 
+/* The names of enum swiw_engine_cfg, swiw_progress and swiw_clock_cfg. */
+static const char *const engine_names[] = { "auto", "inprocess", "kernel",
+					    "ring" };
+static const char *const progress_names[] = { "poll", "thread" };
+static const char *const clock_names[] = { "auto", "system", "tsc" };
+_Static_assert(sizeof(engine_names) / sizeof(engine_names[0]) ==
+		       SWIW_ENGINE_CFG_RING + 1,
+	       "a name for each engine");
+_Static_assert(sizeof(progress_names) / sizeof(progress_names[0]) ==
+		       SWIW_PROGRESS_THREAD + 1,
+	       "a name for each progress mode");
+_Static_assert(sizeof(clock_names) / sizeof(clock_names[0]) ==
+		       SWIW_CLOCK_CFG_TSC + 1,
+	       "a name for each clock");
+
 int swiw_config_set(struct swiw_config *cfg, const char *key, const char *value)
 {
+	int choice;
+
 	if (!strcmp(key, "interfaces")) {
 		size_t len = strlen(value);
 
@@ -180,16 +211,10 @@ int swiw_config_set(struct swiw_config *cfg, const char *key, const char *value)
 		return 0;
 	}
 	if (!strcmp(key, "engine")) {
-		if (!strcmp(value, "auto"))
-			cfg->engine = SWIW_ENGINE_CFG_AUTO;
-		else if (!strcmp(value, "inprocess"))
-			cfg->engine = SWIW_ENGINE_CFG_INPROCESS;
-		else if (!strcmp(value, "kernel"))
-			cfg->engine = SWIW_ENGINE_CFG_KERNEL;
-		else if (!strcmp(value, "ring"))
-			cfg->engine = SWIW_ENGINE_CFG_RING;
-		else
+		choice = PARSE_CHOICE(value, engine_names);
+		if (choice < 0)
 			return -1;
+		cfg->engine = choice;
 		return 0;
 	}
 	if (!strcmp(key, "mpa_crc") || !strcmp(key, "mpa_markers")) {
@@ -224,23 +249,17 @@ int swiw_config_set(struct swiw_config *cfg, const char *key, const char *value)
 	if (!strcmp(key, "mpa_rtr"))
 		return parse_rtr(cfg, value);
 	if (!strcmp(key, "progress")) {
-		if (!strcmp(value, "poll"))
-			cfg->progress = SWIW_PROGRESS_POLL;
-		else if (!strcmp(value, "thread"))
-			cfg->progress = SWIW_PROGRESS_THREAD;
-		else
+		choice = PARSE_CHOICE(value, progress_names);
+		if (choice < 0)
 			return -1;
+		cfg->progress = choice;
 		return 0;
 	}
 	if (!strcmp(key, "clock")) {
-		if (!strcmp(value, "auto"))
-			cfg->clock = SWIW_CLOCK_CFG_AUTO;
-		else if (!strcmp(value, "system"))
-			cfg->clock = SWIW_CLOCK_CFG_SYSTEM;
-		else if (!strcmp(value, "tsc"))
-			cfg->clock = SWIW_CLOCK_CFG_TSC;
-		else
+		choice = PARSE_CHOICE(value, clock_names);
+		if (choice < 0)
 			return -1;
+		cfg->clock = choice;
 		return 0;
 	}
 	if (!strcmp(key, "connect_timeout")) {
