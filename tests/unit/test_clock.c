@@ -45,7 +45,7 @@ static void test_counts(void **state)
 
 	(void)state;
 #if defined(__x86_64__)
-	swiw_clock_init(SWIW_CLOCK_TSC);
+	swiw_clock_init(SWIW_CLOCK_CFG_TSC);
 	assert_true(swiw_clock_counting());
 	anchors = swiw_clock_anchors();
 	/* The first scale (10 ms), then two re-anchorings (50 ms each). */
@@ -63,7 +63,7 @@ static void test_step_back(void **state)
 
 	(void)state;
 #if defined(__x86_64__)
-	swiw_clock_init(SWIW_CLOCK_TSC);
+	swiw_clock_init(SWIW_CLOCK_CFG_TSC);
 	track(15);
 	assert_true(swiw_clock_counting());
 	t0 = __builtin_ia32_rdtsc();
@@ -92,7 +92,7 @@ static void test_auto(void **state)
 	uint64_t cost;
 
 	(void)state;
-	cost = swiw_clock_init(SWIW_CLOCK_AUTO);
+	cost = swiw_clock_init(SWIW_CLOCK_CFG_AUTO);
 	if (swiw_clock_counting())
 		assert_true(cost >= 250);
 	else

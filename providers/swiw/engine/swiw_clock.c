@@ -127,14 +127,14 @@ uint64_t swiw_clock_init(int mode)
 
 	__atomic_store_n(&swiw_clock_tsc_on, 0, __ATOMIC_RELAXED);
 #if defined(__x86_64__)
-	if (mode == SWIW_CLOCK_AUTO) {
+	if (mode == SWIW_CLOCK_CFG_AUTO) {
 		t0 = swiw_clock_sys_ns();
 		for (i = 0; i < 8; i++)
 			swiw_clock_sys_ns();
 		cost = (swiw_clock_sys_ns() - t0) / 9;
 		if (cost < CLK_SLOW_NS)
 			return cost;
-	} else if (mode != SWIW_CLOCK_TSC) {
+	} else if (mode != SWIW_CLOCK_CFG_TSC) {
 		return 0;
 	}
 	__atomic_store_n(&clk.base_ns, swiw_clock_sys_ns(), __ATOMIC_RELAXED);

@@ -16,17 +16,13 @@
 #include <stdint.h>
 #include <time.h>
 
-enum swiw_clock_mode {
-	SWIW_CLOCK_AUTO, /* the counter where clock_gettime is a syscall */
-	SWIW_CLOCK_SYSTEM, /* clock_gettime(CLOCK_MONOTONIC) always */
-	SWIW_CLOCK_TSC, /* the counter, wherever the CPU has one */
-};
+#include "swiw_config.h"
 
 /* Nonzero while the engine counts the TSC; read before anything else. */
 extern uint32_t swiw_clock_tsc_on;
 
 /*
- * Chooses the clock (enum swiw_clock_mode), once, before the engine's
+ * Chooses the clock (enum swiw_clock_cfg), once, before the engine's
  * threads read it; returns what one clock_gettime() took, if measured.
  */
 uint64_t swiw_clock_init(int mode);

@@ -1664,18 +1664,15 @@ void swiw_engine_mr_gone(void)
 /* Before the thread: every reading after this is of one clock. */
 static void eng_clock_init(void)
 {
-	static const int mode[] = {
-		[SWIW_CLOCK_CFG_AUTO] = SWIW_CLOCK_AUTO,
-		[SWIW_CLOCK_CFG_SYSTEM] = SWIW_CLOCK_SYSTEM,
-		[SWIW_CLOCK_CFG_TSC] = SWIW_CLOCK_TSC,
-	};
-	uint64_t cost = swiw_clock_init(mode[swiw_config()->clock]);
+	uint64_t cost = swiw_clock_init(swiw_config()->clock);
 
-	if (swiw_clock_counting() && cost)
+	if (!swiw_clock_counting())
+		return;
+	if (cost)
 		swiw_info(
 			"engine clock: the CPU's time-stamp counter; clock_gettime() takes %llu ns here",
 			(unsigned long long)cost);
-	else if (swiw_clock_counting())
+	else
 		swiw_info(
 			"engine clock: the CPU's time-stamp counter (clock = tsc)");
 }
