@@ -168,6 +168,42 @@ static __always_inline void swiw_tx_emit(struct swiw_tx_walk *w, const u8 *p,
 }
 
 /*
+ * A short ULPDU with no marker in its FPDU (the common small message): the
+ * whole FPDU is laid down in @f->own in one pass, one piece. The walk
+ * below gives the same octets for ~200 instructions more an FPDU.
+ */
+static int fpdu_tx_short(struct swiw_fpdu_tx *tx, const struct swiw_iov *ulpdu,
+			 u32 n_pieces, u32 len, u32 pad,
+			 struct swiw_fpdu_frame *f)
+{
+	u8 *o = f->own;
+	u32 at = MPA_HDR_SIZE, i;
+	__le32 le;
+
+	swiw_put_be16(o, (u16)len);
+	for (i = 0; i < n_pieces; i++) {
+		if (!ulpdu[i].len)
+			continue;
+		memcpy(o + at, ulpdu[i].base, ulpdu[i].len);
+		at += (u32)ulpdu[i].len;
+	}
+	memset(o + at, 0, pad);
+	at += pad;
+	f->crc = tx->crc ? swiw_crc32c_final(
+				   swiw_crc32c(SWIW_CRC32C_INIT, o, at)) :
+			   0;
+	le = swiw_cpu_to_le32(f->crc);
+	memcpy(o + at, &le, MPA_CRC_SIZE);
+	at += MPA_CRC_SIZE;
+	f->iov[0].base = o;
+	f->iov[0].len = at;
+	f->n_iov = 1;
+	f->len = at;
+	tx->pos += at;
+	return 0;
+}
+
+/*
  * swiw_fpdu_tx_build - frame one ULPDU as an FPDU
  * @tx: the direction's transmit state; @tx->pos advances by the FPDU
  * @ulpdu: the ULPDU (DDP/RDMAP header, then payload) as pieces, in order
@@ -221,6 +257,8 @@ int swiw_fpdu_tx_build(struct swiw_fpdu_tx *tx, const struct swiw_iov *ulpdu,
 	copy = len <= SWIW_FPDU_TX_COPY_MAX &&
 	       MPA_HDR_SIZE + len + pad + MPA_CRC_SIZE + MPA_MARKER_SIZE * m <=
 		       sizeof(f->own);
+	if (!m && copy)
+		return fpdu_tx_short(tx, ulpdu, n_pieces, len, pad, f);
 	w.markers_left = m;
 	w.crc_on = tx->crc;
 	w.crc = SWIW_CRC32C_INIT;
