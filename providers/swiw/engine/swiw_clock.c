@@ -120,7 +120,7 @@ uint64_t swiw_clock_tsc_ns(void)
 	return swiw_clock_at(tsc_read());
 }
 
-uint64_t swiw_clock_init(int mode)
+uint64_t swiw_clock_init(enum swiw_clock_cfg mode)
 {
 	uint64_t t0, cost = 0;
 	int i;

@@ -22,10 +22,10 @@
 extern uint32_t swiw_clock_tsc_on;
 
 /*
- * Chooses the clock (enum swiw_clock_cfg), once, before the engine's
- * threads read it; returns what one clock_gettime() took, if measured.
+ * Chooses the clock, once, before the engine's threads read it; returns
+ * what one clock_gettime() took, if measured.
  */
-uint64_t swiw_clock_init(int mode);
+uint64_t swiw_clock_init(enum swiw_clock_cfg mode);
 bool swiw_clock_counting(void);
 uint64_t swiw_clock_tsc_ns(void);
 
